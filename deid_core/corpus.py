@@ -1,0 +1,225 @@
+"""Read and write the shared JSONL span format (see ../shared/data/README.md).
+
+One document per line: ``{"id", "text", "spans": [{"start", "end", "label", "text"}], "meta"}``.
+Spans may also carry ``source`` and ``score``, which the project writes.
+
+Reading is all or nothing: ``read_jsonl`` validates the whole file before it
+returns, so a caller never holds half a corpus. ``iter_jsonl`` streams for very
+large files and raises at the first bad line. Writing goes to a temporary file
+that is renamed into place, so a crash never leaves a half-written corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from deid_core.errors import CorpusFormatError, InvalidSpan
+from deid_core.spans import Document, Span, find_overlap, sort_spans
+
+#: Lines longer than this are refused rather than parsed: a guard against a
+#: file that is not JSONL at all (one multi-gigabyte line).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def span_from_dict(
+    raw: Any,
+    text: str,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    doc_id: str | None = None,
+    index: int | None = None,
+    check_text: bool = True,
+) -> Span:
+    def fail(message: str, offset: int | None = None) -> CorpusFormatError:
+        return CorpusFormatError(
+            message, path=path, line=line, doc_id=doc_id, span_index=index, offset=offset
+        )
+
+    if not isinstance(raw, dict):
+        raise fail("a span must be a JSON object")
+    for key in ("start", "end", "label"):
+        if key not in raw:
+            raise fail(f"span is missing {key!r}")
+    start, end, label = raw["start"], raw["end"], raw["label"]
+    if type(start) is not int or type(end) is not int:
+        raise fail("span start and end must be integers")
+    if not isinstance(label, str) or not label:
+        raise fail("span label must be a non-empty string")
+    if start < 0 or end > len(text) or start >= end:
+        raise fail(
+            f"offsets {start}..{end} are out of range for a text of length {len(text)}",
+            offset=start,
+        )
+    if check_text and "text" in raw and text[start:end] != raw["text"]:
+        # Never quote either string: both are note text.
+        raise fail(
+            f"span text does not match the document text at {start}..{end} ({label})",
+            offset=start,
+        )
+    source = raw.get("source", "gold")
+    score = raw.get("score", 1.0)
+    if not isinstance(source, str) or not isinstance(score, (int, float)):
+        raise fail("span source must be a string and score a number")
+    try:
+        return Span(start, end, label, source, float(score))
+    except InvalidSpan as exc:  # pragma: no cover - guarded above
+        raise fail(str(exc), offset=start) from exc
+
+
+def document_from_dict(
+    raw: Any,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    allow_overlap: bool = False,
+    check_text: bool = True,
+) -> Document:
+    if not isinstance(raw, dict):
+        raise CorpusFormatError("each line must be a JSON object", path=path, line=line)
+    doc_id = raw.get("id")
+    if not isinstance(doc_id, (str, int)) or doc_id == "":
+        raise CorpusFormatError("document has no usable 'id'", path=path, line=line)
+    doc_id = str(doc_id)
+    text = raw.get("text")
+    if not isinstance(text, str):
+        raise CorpusFormatError("document 'text' must be a string", path=path, line=line, doc_id=doc_id)
+    raw_spans = raw.get("spans", [])
+    if not isinstance(raw_spans, list):
+        raise CorpusFormatError("'spans' must be a list", path=path, line=line, doc_id=doc_id)
+    meta = raw.get("meta", {})
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise CorpusFormatError("'meta' must be an object", path=path, line=line, doc_id=doc_id)
+    spans = [
+        span_from_dict(
+            s, text, path=path, line=line, doc_id=doc_id, index=i, check_text=check_text
+        )
+        for i, s in enumerate(raw_spans)
+    ]
+    keys = [s.key for s in spans]
+    if len(set(keys)) != len(keys):
+        seen: set[tuple[int, int, str]] = set()
+        for i, k in enumerate(keys):
+            if k in seen:
+                raise CorpusFormatError(
+                    f"duplicate span {k[0]}..{k[1]} ({k[2]})",
+                    path=path, line=line, doc_id=doc_id, span_index=i, offset=k[0],
+                )
+            seen.add(k)
+    if not allow_overlap:
+        pair = find_overlap(spans)
+        if pair is not None:
+            a, b = pair
+            raise CorpusFormatError(
+                f"spans {a.start}..{a.end} ({a.label}) and {b.start}..{b.end} ({b.label}) overlap",
+                path=path, line=line, doc_id=doc_id, span_index=spans.index(b), offset=b.start,
+            )
+    return Document(doc_id, text, tuple(sort_spans(spans)), meta)
+
+
+def document_to_dict(doc: Document, *, provenance: bool = True) -> dict[str, Any]:
+    spans = []
+    for s in sort_spans(doc.spans):
+        item: dict[str, Any] = {
+            "start": s.start,
+            "end": s.end,
+            "label": s.label,
+            "text": doc.text[s.start : s.end],
+        }
+        if provenance:
+            item["source"] = s.source
+            item["score"] = round(s.score, 6)
+        spans.append(item)
+    return {"id": doc.id, "text": doc.text, "spans": spans, "meta": doc.meta}
+
+
+def iter_jsonl(
+    path: str | os.PathLike[str], *, allow_overlap: bool = False, check_text: bool = True
+) -> Iterator[Document]:
+    """Stream documents; raises ``CorpusFormatError`` naming file and line at the first fault."""
+    p = str(path)
+    seen_ids: set[str] = set()
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:
+        raise CorpusFormatError(f"cannot open file: {exc.strerror}", path=p) from exc
+    with fh:
+        for lineno, raw_line in enumerate(fh, start=1):
+            if len(raw_line) > MAX_LINE_BYTES:
+                raise CorpusFormatError(
+                    f"line is longer than {MAX_LINE_BYTES} bytes", path=p, line=lineno
+                )
+            try:
+                line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorpusFormatError(
+                    f"not valid UTF-8 (byte offset {exc.start} in the line)", path=p, line=lineno
+                ) from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]  # a BOM before the first JSON object, not inside a text
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CorpusFormatError(
+                    f"malformed JSON ({exc.msg} at column {exc.colno})", path=p, line=lineno
+                ) from None
+            doc = document_from_dict(
+                raw, path=p, line=lineno, allow_overlap=allow_overlap, check_text=check_text
+            )
+            if doc.id in seen_ids:
+                raise CorpusFormatError("duplicate document id", path=p, line=lineno, doc_id=doc.id)
+            seen_ids.add(doc.id)
+            yield doc
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], *, allow_overlap: bool = False, check_text: bool = True
+) -> list[Document]:
+    """Read a whole corpus, or raise without returning any of it."""
+    return list(iter_jsonl(path, allow_overlap=allow_overlap, check_text=check_text))
+
+
+def atomic_write_text(path: str | os.PathLike[str], write: Any, *, mode: str = "w") -> None:
+    """Call ``write(fh)`` on a temporary file beside ``path`` and rename it into place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_jsonl(
+    path: str | os.PathLike[str], docs: Iterable[Document], *, provenance: bool = True
+) -> int:
+    """Write documents atomically; returns how many were written."""
+    count = 0
+
+    def _write(fh: Any) -> None:
+        nonlocal count
+        for doc in docs:
+            fh.write(json.dumps(document_to_dict(doc, provenance=provenance), ensure_ascii=False))
+            fh.write("\n")
+            count += 1
+
+    atomic_write_text(path, _write)
+    return count

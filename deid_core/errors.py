@@ -1,0 +1,69 @@
+"""Typed errors that say where the problem is without quoting note text.
+
+Every message names a file, line, document id, offset or label so that a user
+can find the problem, but never includes the note's characters: exceptions end
+up in logs and tracebacks, and logs must not carry PHI.
+"""
+
+from __future__ import annotations
+
+
+class DeidError(Exception):
+    """Base class for every error the library raises on purpose."""
+
+
+class InvalidSpan(DeidError, ValueError):
+    """A span whose offsets are impossible or do not fit its document."""
+
+
+class OverlappingSpans(InvalidSpan):
+    """Two spans of one layer cover the same characters."""
+
+
+class CorpusFormatError(DeidError, ValueError):
+    """A corpus file that cannot be read as a whole.
+
+    ``path``, ``line`` and ``span_index`` are kept as attributes so that the UI
+    can point at the exact place.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        doc_id: str | None = None,
+        span_index: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.doc_id = doc_id
+        self.span_index = span_index
+        self.offset = offset
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if doc_id is not None:
+            where.append(f"document {doc_id!r}")
+        if span_index is not None:
+            where.append(f"span {span_index}")
+        if offset is not None:
+            where.append(f"offset {offset}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class UnsupportedFormat(DeidError, ValueError):
+    """A file format, label scheme or language the library does not handle."""
+
+
+class MisalignedSpan(DeidError, ValueError):
+    """A span whose edges fall inside a token, so BIO tags cannot express it."""
+
+
+class ModelError(DeidError):
+    """A model directory that is missing, incomplete or of an unknown version."""
