@@ -67,3 +67,22 @@ class MisalignedSpan(DeidError, ValueError):
 
 class ModelError(DeidError):
     """A model directory that is missing, incomplete or of an unknown version."""
+
+
+class RuleError(UnsupportedFormat):
+    """A rule or post-processing filter that cannot be built.
+
+    The message names the rule (or filter) and the file it came from, never
+    any note text, so that a bad YAML entry is easy to find.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None, path: str | None = None) -> None:
+        self.rule = rule
+        self.path = path
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if rule is not None:
+            where.append(f"rule {rule!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
