@@ -1,0 +1,270 @@
+"""The reviewer's editing model: pure functions over an immutable edit state.
+
+Every edit returns a new ``EditState`` whose undo stack holds the previous
+layer, so the page keeps one object per document in ``st.session_state`` and
+unsaved work survives Streamlit reruns. Edits snap to token boundaries: a PHI
+span made of half a token could never be learned by the CRF nor fully redacted.
+Spans made by a person carry ``source="human:<user>"`` and score 1.0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from deid_core.errors import DeidError
+from deid_core.spans import Span, sort_spans
+
+#: How many undo steps are kept per document.
+UNDO_DEPTH = 100
+
+
+class EditRejected(DeidError, ValueError):
+    """An edit that cannot be applied (no token selected, no span there)."""
+
+
+class TokenLike(Protocol):
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EditState:
+    """The layer being edited and the layers it replaced, most recent last."""
+
+    spans: tuple[Span, ...]
+    undo_stack: tuple[tuple[Span, ...], ...] = ()
+    origin: tuple[Span, ...] = field(default=())  # the layer the editor was opened on
+
+    @classmethod
+    def start(cls, spans: Iterable[Span]) -> EditState:
+        layer = tuple(sort_spans(spans))
+        return cls(layer, (), layer)
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self.undo_stack)
+
+    @property
+    def dirty(self) -> bool:
+        return {s.key for s in self.spans} != {s.key for s in self.origin}
+
+    def push(self, spans: Iterable[Span]) -> EditState:
+        layer = tuple(sort_spans(spans))
+        if layer == self.spans:
+            return self
+        stack = (self.undo_stack + (self.spans,))[-UNDO_DEPTH:]
+        return EditState(layer, stack, self.origin)
+
+
+def undo(state: EditState) -> EditState:
+    if not state.undo_stack:
+        return state
+    return EditState(state.undo_stack[-1], state.undo_stack[:-1], state.origin)
+
+
+def human(author: str) -> str:
+    return f"human:{author}"
+
+
+def snap_to_tokens(tokens: Sequence[TokenLike], start: int, end: int) -> tuple[int, int] | None:
+    """Widen ``[start, end)`` to whole tokens; ``None`` when it touches no token.
+
+    A selection that only covers whitespace touches no token. Tokens must be in
+    text order (as ``tokenize`` returns them).
+    """
+    if end <= start:
+        return None
+    ends = [t.end for t in tokens]
+    starts = [t.start for t in tokens]
+    i = bisect_right(ends, start)  # first token ending after start
+    j = bisect_left(starts, end)  # first token starting at or after end
+    if i >= j:
+        return None
+    return tokens[i].start, tokens[j - 1].end
+
+
+def _find(state: EditState, start: int, end: int) -> Span:
+    for span in state.spans:
+        if span.start == start and span.end == end:
+            return span
+    raise EditRejected(f"no span at {start}..{end}")
+
+
+def add_span(
+    state: EditState,
+    tokens: Sequence[TokenLike],
+    start: int,
+    end: int,
+    label: str,
+    author: str,
+) -> EditState:
+    """Label a selection; spans it overlaps are replaced by the new one."""
+    snapped = snap_to_tokens(tokens, start, end)
+    if snapped is None:
+        raise EditRejected(f"selection {start}..{end} covers no token")
+    new = Span(snapped[0], snapped[1], label, human(author), 1.0)
+    kept = [s for s in state.spans if not s.overlaps(new)]
+    return state.push(kept + [new])
+
+
+def delete_span(state: EditState, start: int, end: int) -> EditState:
+    target = _find(state, start, end)
+    return state.push(s for s in state.spans if s is not target)
+
+
+def relabel_span(state: EditState, start: int, end: int, label: str, author: str) -> EditState:
+    target = _find(state, start, end)
+    if target.label == label:
+        return state
+    new = Span(target.start, target.end, label, human(author), 1.0)
+    return state.push([s for s in state.spans if s is not target] + [new])
+
+
+def extend_span(
+    state: EditState,
+    tokens: Sequence[TokenLike],
+    start: int,
+    end: int,
+    direction: str,
+    author: str,
+) -> EditState:
+    """Grow a span by one token (``direction`` "next" or "prev"), absorbing what it meets."""
+    target = _find(state, start, end)
+    if direction == "next":
+        nxt = [t for t in tokens if t.start >= target.end]
+        if not nxt:
+            raise EditRejected(f"span {start}..{end} has no next token")
+        new_start, new_end = target.start, nxt[0].end
+    elif direction == "prev":
+        prev = [t for t in tokens if t.end <= target.start]
+        if not prev:
+            raise EditRejected(f"span {start}..{end} has no previous token")
+        new_start, new_end = prev[-1].start, target.end
+    else:
+        raise ValueError(f"direction must be 'next' or 'prev', got {direction!r}")
+    new = Span(new_start, new_end, target.label, human(author), 1.0)
+    kept = [s for s in state.spans if s is not target and not s.overlaps(new)]
+    return state.push(kept + [new])
+
+
+def shrink_span(
+    state: EditState,
+    tokens: Sequence[TokenLike],
+    start: int,
+    end: int,
+    side: str,
+    author: str,
+) -> EditState:
+    """Drop the first ("start") or last ("end") token of a span of two or more tokens."""
+    target = _find(state, start, end)
+    inside = [t for t in tokens if t.start >= target.start and t.end <= target.end]
+    if len(inside) < 2:
+        raise EditRejected(f"span {start}..{end} has a single token; delete it instead")
+    if side == "start":
+        new_start, new_end = inside[1].start, target.end
+    elif side == "end":
+        new_start, new_end = target.start, inside[-2].end
+    else:
+        raise ValueError(f"side must be 'start' or 'end', got {side!r}")
+    new = Span(new_start, new_end, target.label, human(author), 1.0)
+    return state.push([s for s in state.spans if s is not target] + [new])
+
+
+# --- "apply to all identical strings" -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One planned edit of an apply-to-all, shown in the preview before it is applied."""
+
+    doc_id: str
+    start: int
+    end: int
+    label: str
+    kind: str  # "add" | "remove"
+    replaces: tuple[Span, ...] = ()  # spans an "add" overlaps and will replace
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A document an apply-to-all may touch: its text, tokens and current layer."""
+
+    doc_id: str
+    text: str
+    tokens: Sequence[TokenLike]
+    spans: Sequence[Span]
+
+
+def find_identical(text: str, tokens: Sequence[TokenLike], needle: str) -> list[tuple[int, int]]:
+    """Exact occurrences of ``needle`` that start and end on token boundaries.
+
+    Boundaries matter: "Ann" must not match inside "Annual".
+    """
+    if not needle.strip():
+        return []
+    starts = {t.start for t in tokens}
+    ends = {t.end for t in tokens}
+    out = []
+    pos = text.find(needle)
+    while pos != -1:
+        end = pos + len(needle)
+        if pos in starts and end in ends:
+            out.append((pos, end))
+        pos = text.find(needle, pos + 1)
+    return out
+
+
+def plan_apply_all(
+    targets: Sequence[Target], needle: str, label: str, action: str
+) -> list[Change]:
+    """What "apply to all identical strings" would change, document by document.
+
+    ``add``: every token-aligned occurrence not already a span with this label
+    becomes one (replacing what it overlaps). ``remove``: every span whose text
+    is ``needle`` and whose label is ``label`` goes.
+    """
+    if action not in ("add", "remove"):
+        raise ValueError(f"action must be 'add' or 'remove', got {action!r}")
+    changes: list[Change] = []
+    for target in targets:
+        if action == "remove":
+            for span in sort_spans(target.spans):
+                if span.label == label and target.text[span.start : span.end] == needle:
+                    changes.append(Change(target.doc_id, span.start, span.end, label, "remove"))
+            continue
+        for start, end in find_identical(target.text, target.tokens, needle):
+            if any(s.start == start and s.end == end and s.label == label for s in target.spans):
+                continue
+            probe = Span(start, end, label)
+            hit = tuple(s for s in target.spans if s.overlaps(probe))
+            changes.append(Change(target.doc_id, start, end, label, "add", hit))
+    return changes
+
+
+def apply_changes(state: EditState, changes: Iterable[Change], author: str) -> EditState:
+    """Apply one document's planned changes as a single undo step."""
+    spans = list(state.spans)
+    for change in changes:
+        probe = Span(change.start, change.end, change.label)
+        if change.kind == "remove":
+            spans = [s for s in spans if s.key != probe.key]
+        else:
+            spans = [s for s in spans if not s.overlaps(probe)]
+            spans.append(Span(change.start, change.end, change.label, human(author), 1.0))
+    return state.push(spans)
+
+
+def diff_layers(before: Sequence[Span], after: Sequence[Span]) -> dict[str, list[Span]]:
+    """Spans added and removed between two layers (by key), for the save summary."""
+    bk = {s.key for s in before}
+    ak = {s.key for s in after}
+    return {
+        "added": sort_spans(s for s in after if s.key not in bk),
+        "removed": sort_spans(s for s in before if s.key not in ak),
+    }
