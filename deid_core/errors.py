@@ -86,3 +86,12 @@ class RuleError(UnsupportedFormat):
             where.append(f"rule {rule!r}")
         prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class DocumentMismatch(DeidError, ValueError):
+    """Gold and predicted corpora that cannot be compared document by document.
+
+    Raised for a prediction without a gold document, a duplicate id, or a
+    prediction whose text differs from its gold; the message names the id and
+    an offset, never the text.
+    """
