@@ -95,3 +95,15 @@ class DocumentMismatch(DeidError, ValueError):
     prediction whose text differs from its gold; the message names the id and
     an offset, never the text.
     """
+
+
+class StoreError(DeidError):
+    """The annotation store refused an operation (bad state, unknown name, wrong role)."""
+
+
+class NotFound(StoreError, LookupError):
+    """A project, document, user or model version that the store does not hold."""
+
+
+class AlreadyExists(StoreError):
+    """A name that must be unique (project, user, model version) is already taken."""
