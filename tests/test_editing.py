@@ -11,6 +11,7 @@ from deid_core.ui.editing import (
     EditState,
     Target,
     add_span,
+    apply_action,
     apply_changes,
     delete_span,
     diff_layers,
@@ -141,3 +142,37 @@ def test_plan_and_apply_across_documents():
 def test_diff_layers():
     a, b, c = Span(0, 4, "X"), Span(5, 7, "Y"), Span(8, 9, "Z")
     assert diff_layers([a, b], [b, c]) == {"added": [c], "removed": [a]}
+
+
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ({"type": "add", "start": at("Lee")[0], "end": at("Lee")[1], "label": "PATIENT"},
+         [(*at("Ann"), "DOCTOR"), (*at("Lee"), "PATIENT")]),
+        ({"type": "relabel", "start": at("Ann")[0], "end": at("Ann")[1], "label": "PATIENT"},
+         [(*at("Ann"), "PATIENT")]),
+        ({"type": "delete", "start": at("Ann")[0], "end": at("Ann")[1]}, []),
+        ({"type": "extend", "start": at("Ann")[0], "end": at("Ann")[1], "direction": "next"},
+         [(at("Ann")[0], at("Lee")[1], "DOCTOR")]),
+        ({"type": "undo"}, [(*at("Ann"), "DOCTOR")]),
+    ],
+)
+def test_apply_action(action, expected):
+    state = EditState.start([Span(*at("Ann"), "DOCTOR")])
+    out = apply_action(state, action, TOKENS, "rita", ["DOCTOR", "PATIENT"])
+    assert [(s.start, s.end, s.label) for s in out.spans] == expected
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "explode"},
+        {"type": "add", "start": "0", "end": 3, "label": "PATIENT"},
+        {"type": "add", "start": 0, "end": 3, "label": "<img src=x>"},
+        {"type": "delete", "start": -1, "end": 3},
+        {"type": "accept"},
+    ],
+)
+def test_apply_action_rejects_bad_payloads(action):
+    with pytest.raises(EditRejected):
+        apply_action(EditState.start([]), action, TOKENS, "rita", ["PATIENT"])

@@ -268,3 +268,48 @@ def diff_layers(before: Sequence[Span], after: Sequence[Span]) -> dict[str, list
         "added": sort_spans(s for s in after if s.key not in bk),
         "removed": sort_spans(s for s in before if s.key not in ak),
     }
+
+
+# --- actions sent by the review component ----------------------------------------------
+
+EDIT_ACTIONS = ("add", "delete", "relabel", "extend", "shrink", "undo")
+NAV_ACTIONS = ("accept", "skip")
+
+
+def apply_action(
+    state: EditState,
+    action: dict[str, object],
+    tokens: Sequence[TokenLike],
+    author: str,
+    labels: Sequence[str],
+) -> EditState:
+    """Apply one edit the browser sent; navigation actions are the page's business.
+
+    The payload comes from the browser, so it is checked like any input: known
+    type, integer offsets, a label of the project's scheme.
+    """
+    kind = action.get("type")
+    if kind not in EDIT_ACTIONS:
+        raise EditRejected(f"unknown edit action {kind!r}")
+    if kind == "undo":
+        return undo(state)
+
+    def offset(name: str) -> int:
+        value = action.get(name)
+        if type(value) is not int or value < 0:
+            raise EditRejected(f"action {kind!r} needs an integer {name!r}")
+        return value
+
+    start, end = offset("start"), offset("end")
+    if kind in ("add", "relabel"):
+        label = action.get("label")
+        if not isinstance(label, str) or label not in labels:
+            raise EditRejected(f"action {kind!r} has a label outside the project's scheme")
+        if kind == "add":
+            return add_span(state, tokens, start, end, label, author)
+        return relabel_span(state, start, end, label, author)
+    if kind == "delete":
+        return delete_span(state, start, end)
+    if kind == "extend":
+        return extend_span(state, tokens, start, end, str(action.get("direction")), author)
+    return shrink_span(state, tokens, start, end, str(action.get("side")), author)

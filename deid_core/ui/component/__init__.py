@@ -1,0 +1,74 @@
+"""The review editor: a Streamlit inline component (components v2, no build step).
+
+The browser draws the note from segments with ``textContent`` only and sends
+back one action per user gesture (``add``, ``relabel``, ``delete``, ``extend``,
+``shrink``, ``undo``, ``accept``, ``skip``) as a trigger value; Python applies
+it with :func:`deid_core.ui.editing.apply_action`, which snaps to tokens and
+validates the payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from deid_core.spans import Span
+from deid_core.ui.render import (
+    DEFAULT_UNCERTAIN_BELOW,
+    label_colours,
+    segment_note,
+    segments_payload,
+    text_colour,
+)
+
+COMPONENT_NAME = "deid_review_editor"
+_HERE = Path(__file__).parent
+_renderer: Any = None
+
+
+def _assets() -> tuple[str, str]:
+    return (_HERE / "review.js").read_text("utf-8"), (_HERE / "review.css").read_text("utf-8")
+
+
+def editor_payload(
+    *,
+    doc_id: str,
+    rev: int,
+    text: str,
+    spans: Sequence[Span],
+    labels: Sequence[str],
+    colours: Mapping[str, str],
+    near_misses: Sequence[Span] = (),
+    uncertain_below: float = DEFAULT_UNCERTAIN_BELOW,
+    readonly: bool = False,
+) -> dict[str, Any]:
+    """Everything the browser needs, as JSON; ``rev`` changes whenever the layer does."""
+    palette = dict(colours)
+    palette.update(label_colours([s.label for s in spans if s.label not in palette], None))
+    segs = segment_note(len(text), spans, near_misses, uncertain_below=uncertain_below)
+    return {
+        "doc_id": doc_id,
+        "rev": rev,
+        "readonly": readonly,
+        "labels": [
+            {"name": name, "c": palette.get(name, "#999999"), "fg": text_colour(palette.get(name, "#999999"))}
+            for name in labels
+        ],
+        "segments": segments_payload(text, segs, palette),
+    }
+
+
+def review_editor(payload: dict[str, Any], *, key: str = "review_editor") -> dict[str, Any] | None:
+    """Mount the editor; returns the action the user just took, or ``None``."""
+    global _renderer
+    import streamlit as st
+
+    if _renderer is None:
+        js, css = _assets()
+        _renderer = st.components.v2.component(
+            COMPONENT_NAME, html="", css=css, js=js, isolate_styles=False
+        )
+    result = _renderer(key=key, data=payload, on_action_change=lambda: None)
+    action = getattr(result, "action", None)
+    return action if isinstance(action, dict) else None
