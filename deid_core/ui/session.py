@@ -1,0 +1,134 @@
+"""Per-user session state, set up in one place, with login, roles and idle timeout.
+
+Streamlit's ``st.session_state`` is a per-browser-session mapping; every key the
+pages use is created here so that a page never guesses at a missing key. The
+functions take the mapping and the clock as arguments, so they are tested
+without Streamlit.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+ROLES = ("reviewer", "admin")
+
+#: Which role may open which page. Pages not listed are open to every signed-in user.
+PAGE_ROLES: dict[str, tuple[str, ...]] = {
+    "queue": ("reviewer", "admin"),
+    "review": ("reviewer", "admin"),
+    "account": ("reviewer", "admin"),
+    "bias": ("admin",),
+    "model": ("admin",),
+    "import": ("admin",),
+    "users": ("admin",),
+    "export": ("admin",),
+}
+
+DEFAULT_IDLE_MINUTES = 30.0
+
+
+def idle_timeout_seconds() -> float:
+    """``DEID_IDLE_MINUTES`` (default 30); a shared workstation must not stay signed in."""
+    raw = os.environ.get("DEID_IDLE_MINUTES", "")
+    try:
+        minutes = float(raw) if raw else DEFAULT_IDLE_MINUTES
+    except ValueError:
+        minutes = DEFAULT_IDLE_MINUTES
+    return max(minutes, 0.05) * 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUser:
+    username: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+def _defaults() -> dict[str, Any]:
+    return {
+        "user": None,  # SessionUser | None
+        "last_seen": None,  # float seconds
+        "flash": [],  # (kind, message) shown once on the next run
+        "drafts": {},  # doc id -> EditState: unsaved edits survive reruns
+        "opened": {},  # doc id -> store version the reviewer opened (optimistic save base)
+        "encoded": {},  # doc id -> (model version, Encoded): re-decode at a new bias fast
+        "editor_rev": 0,  # bumps whenever the edited layer changes (component redraw)
+        "current_doc": None,  # doc id open on the Review page
+        "apply_all_plan": None,  # pending apply-to-all preview
+        "conflict": None,  # last ReviewConflict for the open document
+        "train_job": None,  # background retraining job handle
+        "predict_job": None,  # background re-prediction job handle
+    }
+
+
+def init_state(state: MutableMapping[str, Any]) -> None:
+    """Create every key the pages use; existing values are kept."""
+    for key, value in _defaults().items():
+        if key not in state:
+            state[key] = value
+
+
+def current_user(state: MutableMapping[str, Any]) -> SessionUser | None:
+    user = state.get("user")
+    return user if isinstance(user, SessionUser) else None
+
+
+def sign_in(state: MutableMapping[str, Any], username: str, role: str, now: float | None = None) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    previous = current_user(state)
+    if previous is not None and previous.username != username:
+        sign_out(state)  # never hand one user's drafts to another
+    init_state(state)
+    state["user"] = SessionUser(username, role)
+    state["last_seen"] = time.time() if now is None else now
+
+
+def sign_out(state: MutableMapping[str, Any], message: str | None = None) -> None:
+    """Forget the user and everything they had open (drafts of other users must not leak)."""
+    for key, value in _defaults().items():
+        state[key] = value
+    if message:
+        state["flash"] = [("info", message)]
+
+
+def check_idle(
+    state: MutableMapping[str, Any], now: float | None = None, timeout: float | None = None
+) -> bool:
+    """Sign out a user idle for longer than ``timeout``; returns True when that happened.
+
+    Otherwise the activity clock is reset: every rerun is user activity.
+    """
+    now = time.time() if now is None else now
+    timeout = idle_timeout_seconds() if timeout is None else timeout
+    if current_user(state) is None:
+        return False
+    last = state.get("last_seen")
+    if isinstance(last, (int, float)) and now - last > timeout:
+        sign_out(state, "You were signed out after a period of inactivity.")
+        return True
+    state["last_seen"] = now
+    return False
+
+
+def can_open(user: SessionUser | None, page: str) -> bool:
+    if user is None:
+        return False
+    return user.role in PAGE_ROLES.get(page, ROLES)
+
+
+def flash(state: MutableMapping[str, Any], kind: str, message: str) -> None:
+    state.setdefault("flash", []).append((kind, message))
+
+
+def take_flash(state: MutableMapping[str, Any]) -> list[tuple[str, str]]:
+    items = list(state.get("flash") or [])
+    state["flash"] = []
+    return items
