@@ -107,3 +107,16 @@ class NotFound(StoreError, LookupError):
 
 class AlreadyExists(StoreError):
     """A name that must be unique (project, user, model version) is already taken."""
+
+
+class MappingConflict(DeidError):
+    """One surrogate-mapping key recorded with two surrogates: the secret or generator changed."""
+
+
+class PermissionDenied(DeidError, PermissionError):
+    """An admin-only action (exporting the surrogate mapping) attempted by another role."""
+
+
+class LeakDetected(DeidError):
+    """An export whose output still contains original PHI strings; the report names
+    documents, offsets and labels, never the strings."""
