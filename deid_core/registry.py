@@ -1,0 +1,444 @@
+"""Retraining policy: when to retrain, and whether a new model may replace the active one.
+
+Paper 001's self-training keeps a new identifier only when it beats the
+previous one, because mislabelled data silently accumulates otherwise. The
+same holds for reviewer data: a retrain on a handful of odd notes can be worse.
+So a candidate is evaluated on reviewed notes it was *not* trained on and
+activated only if it is not worse than the active model beyond a tolerance,
+on strict F1 and on character recall (recall first: a model that leaks more
+PHI characters is never an improvement). A rejected candidate is kept with the
+reason, and every decision is returned as a record for the audit log.
+
+While few notes are reviewed a fixed held-out split would be tiny and noisy,
+so the comparison is k-fold: both training procedures (the active model's
+training set, the candidate's training set) are re-run without each fold and
+scored on it. Once enough reviewed notes fall in the stable held-out split
+(chosen by a hash of the document id, so it never changes as notes arrive),
+both final models are scored on those notes, which no model trains on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from deid_core.spans import Document
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, float], None]
+
+__all__ = [
+    "BackgroundRetrainer",
+    "Comparison",
+    "Decision",
+    "RetrainPolicy",
+    "RetrainResult",
+    "compare",
+    "decide",
+    "evaluate_predictions",
+    "is_heldout",
+    "learning_curve",
+    "retrain",
+    "should_retrain",
+    "split_reviewed",
+]
+
+
+class TrainedModel(Protocol):
+    def predict_many(self, docs: list[Document], bias: float = 0.0, progress: bool = False) -> list[Any]: ...
+
+
+Trainer = Callable[[list[Document], "Progress | None"], Any]
+
+
+@dataclass(frozen=True)
+class RetrainPolicy:
+    """Project settings for retraining; stored in the project's settings JSON."""
+
+    retrain_every: int = 20  # N: retrain after this many newly reviewed notes
+    tolerance_f1: float = 0.005  # a candidate may be this much worse on strict F1 ...
+    tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
+    heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
+    min_heldout: int = 20  # below this many unseen held-out notes, use k-fold
+    folds: int = 5
+
+    def __post_init__(self) -> None:
+        if self.retrain_every < 1:
+            raise ValueError(f"retrain_every must be >= 1, got {self.retrain_every}")
+        if self.folds < 2:
+            raise ValueError(f"folds must be >= 2, got {self.folds}")
+        if self.heldout_share < 2:
+            raise ValueError(f"heldout_share must be >= 2, got {self.heldout_share}")
+        if self.tolerance_f1 < 0 or self.tolerance_recall < 0:
+            raise ValueError("tolerances must be >= 0")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | None) -> RetrainPolicy:
+        """Build from a project's settings dict, ignoring keys that are not policy fields."""
+        names = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in (settings or {}).items() if k in names})
+
+    def to_settings(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def should_retrain(n_new_reviewed: int, policy: RetrainPolicy) -> bool:
+    """True once N notes have been reviewed since the last retrain."""
+    return n_new_reviewed >= policy.retrain_every
+
+
+def is_heldout(doc_id: str, share: int) -> bool:
+    """Stable membership of the held-out split: the same note is always in or out."""
+    digest = hashlib.sha1(doc_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % share == 0
+
+
+def split_reviewed(
+    docs: Sequence[Document], policy: RetrainPolicy
+) -> tuple[list[Document], list[Document]]:
+    """(train, held-out) by id hash."""
+    train, held = [], []
+    for d in docs:
+        (held if is_heldout(d.id, policy.heldout_share) else train).append(d)
+    return train, held
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def predict_documents(model: Any, docs: Sequence[Document]) -> list[Document]:
+    """Model output as documents (``Prediction.to_document``), for the metric functions."""
+    preds = model.predict_many(list(docs))
+    return [p.to_document(d) for p, d in zip(preds, docs)]
+
+
+def evaluate_predictions(gold: Sequence[Document], pred: Sequence[Document]) -> dict[str, float]:
+    """The two numbers every decision rests on: strict micro F1 and character recall."""
+    from deid_core.evaluation import char_prf, strict_prf
+
+    strict = strict_prf(list(gold), list(pred))
+    char = char_prf(list(gold), list(pred))
+    return {
+        "strict_f1": float(strict["f1"]),
+        "strict_precision": float(strict["precision"]),
+        "strict_recall": float(strict["recall"]),
+        "char_recall": float(char["recall"]),
+        "n_docs": len(gold),
+    }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate and active scored on the same notes, neither having trained on them."""
+
+    method: str  # "kfold" | "heldout" | "none"
+    n_docs: int
+    candidate: dict[str, float]
+    active: dict[str, float] | None
+    eval_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: bool
+    reason: str
+    comparison: Comparison
+
+    def to_audit(self) -> dict[str, Any]:
+        """Audit event payload: ids and numbers only, no note text."""
+        c = self.comparison
+        return {
+            "decision": "activated" if self.accepted else "rejected",
+            "reason": self.reason,
+            "method": c.method,
+            "n_eval_docs": c.n_docs,
+            "candidate": dict(c.candidate),
+            "active": dict(c.active) if c.active is not None else None,
+        }
+
+
+def decide(
+    candidate: Mapping[str, float],
+    active: Mapping[str, float] | None,
+    policy: RetrainPolicy,
+) -> tuple[bool, str]:
+    """Accept unless the candidate is worse than the active model beyond a tolerance."""
+    if active is None:
+        return True, "no active model: the first model is activated"
+    df1 = candidate["strict_f1"] - active["strict_f1"]
+    drec = candidate["char_recall"] - active["char_recall"]
+    figures = (
+        f"strict F1 {candidate['strict_f1']:.4f} vs {active['strict_f1']:.4f},"
+        f" char recall {candidate['char_recall']:.4f} vs {active['char_recall']:.4f}"
+    )
+    problems = []
+    if df1 < -policy.tolerance_f1:
+        problems.append(f"strict F1 dropped by {-df1:.4f} (tolerance {policy.tolerance_f1})")
+    if drec < -policy.tolerance_recall:
+        problems.append(
+            f"character recall dropped by {-drec:.4f} (tolerance {policy.tolerance_recall})"
+        )
+    if problems:
+        return False, "rejected: " + "; ".join(problems) + f" [{figures}]"
+    verdict = "better" if df1 > 0 or drec > 0 else "not worse beyond tolerance"
+    return True, f"activated: {verdict} [{figures}]"
+
+
+def _folds(docs: Sequence[Document], k: int) -> list[list[Document]]:
+    """Deterministic folds: notes ordered by id hash, dealt round-robin."""
+    ordered = sorted(docs, key=lambda d: hashlib.sha1(d.id.encode("utf-8")).hexdigest())
+    k = min(k, len(ordered))
+    return [ordered[i::k] for i in range(k)]
+
+
+def _scale(progress: Progress | None, lo: float, hi: float) -> Progress | None:
+    if progress is None:
+        return None
+    return lambda msg, frac: progress(msg, lo + (hi - lo) * max(0.0, min(1.0, frac)))
+
+
+def compare(
+    reviewed: Sequence[Document],
+    *,
+    trainer: Trainer,
+    candidate_model: Any,
+    candidate_train_ids: set[str],
+    active_model: Any | None,
+    active_train_ids: set[str] | None,
+    active_trainer: Trainer | None = None,
+    policy: RetrainPolicy,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Score candidate against active on reviewed notes neither was trained on.
+
+    ``trainer``/``active_trainer`` rebuild each model's training procedure for
+    the k-fold comparison; ``active_trainer`` defaults to ``trainer`` (the
+    difference is then the training data, which is the usual case).
+    """
+    active_ids = active_train_ids or set()
+    unseen_heldout = [
+        d
+        for d in reviewed
+        if is_heldout(d.id, policy.heldout_share)
+        and d.id not in candidate_train_ids
+        and d.id not in active_ids
+    ]
+    if len(unseen_heldout) >= policy.min_heldout:
+        cand = evaluate_predictions(unseen_heldout, predict_documents(candidate_model, unseen_heldout))
+        act = None
+        if active_model is not None:
+            act = evaluate_predictions(unseen_heldout, predict_documents(active_model, unseen_heldout))
+        if progress:
+            progress("held-out comparison done", 1.0)
+        return Comparison("heldout", len(unseen_heldout), cand, act, tuple(d.id for d in unseen_heldout))
+
+    pool = [d for d in reviewed if d.id in candidate_train_ids]
+    if len(pool) < 2:
+        return Comparison("none", 0, {}, None)
+    folds = _folds(pool, policy.folds)
+    gold: list[Document] = []
+    cand_pred: list[Document] = []
+    act_pred: list[Document] = []
+    active_trainer = active_trainer or trainer
+    for i, fold in enumerate(folds):
+        fold_ids = {d.id for d in fold}
+        rest = [d for d in pool if d.id not in fold_ids]
+        act_rest = [d for d in rest if d.id in active_ids]
+        lo, hi = i / len(folds), (i + 1) / len(folds)
+        cand_fold = trainer(rest, _scale(progress, lo, (lo + hi) / 2))
+        gold.extend(fold)
+        cand_pred.extend(predict_documents(cand_fold, fold))
+        if active_model is None:
+            continue
+        if act_rest:
+            act_fold = active_trainer(act_rest, _scale(progress, (lo + hi) / 2, hi))
+            act_pred.extend(predict_documents(act_fold, fold))
+        else:
+            # Nothing of the active model's training data is outside this fold,
+            # so its procedure cannot be re-run; the active model itself stands
+            # in. It may have seen the fold, which favours keeping it: the safe side.
+            act_pred.extend(predict_documents(active_model, fold))
+        log.info("k-fold comparison: fold %d/%d (%d eval notes)", i + 1, len(folds), len(fold))
+    return Comparison(
+        "kfold",
+        len(gold),
+        evaluate_predictions(gold, cand_pred),
+        evaluate_predictions(gold, act_pred) if active_model is not None else None,
+        tuple(d.id for d in gold),
+    )
+
+
+# --------------------------------------------------------------------------- one retrain
+
+
+@dataclass
+class RetrainResult:
+    model: Any
+    decision: Decision
+    train_ids: list[str]
+    seconds: float
+    n_train_tokens: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def retrain(
+    reviewed: Sequence[Document],
+    *,
+    trainer: Trainer,
+    active_model: Any | None = None,
+    active_train_ids: set[str] | None = None,
+    active_trainer: Trainer | None = None,
+    policy: RetrainPolicy | None = None,
+    progress: Progress | None = None,
+    lang: str = "en",
+) -> RetrainResult:
+    """Train a candidate on the reviewed notes and decide whether it replaces the active model.
+
+    Pure apart from training: the caller records the returned decision (the
+    store as a ModelVersion row and an audit event) and activates the model.
+    """
+    from deid_core.tokenize import tokenize
+
+    policy = policy or RetrainPolicy()
+    t0 = time.perf_counter()
+    # Notes in the held-out split never train a model once there are enough of
+    # them to judge by; before that every reviewed note is training data.
+    train_part, held = split_reviewed(reviewed, policy)
+    unseen_held = [d for d in held if d.id not in (active_train_ids or set())]
+    train_docs = list(train_part) if len(unseen_held) >= policy.min_heldout else list(reviewed)
+    if not train_docs:
+        raise ValueError("no reviewed documents to train on")
+    train_ids = {d.id for d in train_docs}
+    candidate = trainer(train_docs, _scale(progress, 0.0, 0.4))
+    train_seconds = time.perf_counter() - t0
+    comparison = compare(
+        reviewed,
+        trainer=trainer,
+        candidate_model=candidate,
+        candidate_train_ids=train_ids,
+        active_model=active_model,
+        active_train_ids=active_train_ids,
+        active_trainer=active_trainer,
+        policy=policy,
+        progress=_scale(progress, 0.4, 1.0),
+    )
+    if comparison.method == "none":
+        accepted, reason = True, (
+            "too few reviewed notes to compare: activated"
+            if active_model is not None
+            else "no active model: the first model is activated"
+        )
+    else:
+        accepted, reason = decide(comparison.candidate, comparison.active, policy)
+    decision = Decision(accepted, reason, comparison)
+    n_tokens = sum(len(tokenize(d.text, lang).tokens) for d in train_docs)
+    metrics = {
+        "n_train_docs": len(train_docs),
+        "n_train_tokens": n_tokens,
+        "train_seconds": round(train_seconds, 3),
+        "evaluation": decision.to_audit(),
+    }
+    log.info(
+        "retrain: %d notes, %s (%s)", len(train_docs), "activated" if accepted else "rejected", comparison.method
+    )
+    if progress:
+        progress(reason, 1.0)
+    return RetrainResult(
+        candidate, decision, sorted(train_ids), time.perf_counter() - t0, n_tokens, metrics
+    )
+
+
+def learning_curve(versions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Points for the Model page: held-out scores against reviewed notes and tokens.
+
+    ``versions`` are model records in creation order, each with the
+    ``metrics`` dict :func:`retrain` produced (as stored on a ModelVersion) and
+    optionally ``version``/``created_at``. Rejected candidates are included and
+    flagged, so a dip that was refused is visible.
+    """
+    points = []
+    for v in versions:
+        m = v.get("metrics") or {}
+        ev = m.get("evaluation") or {}
+        cand = ev.get("candidate") or {}
+        if "strict_f1" not in cand:
+            continue
+        points.append(
+            {
+                "version": v.get("version"),
+                "created_at": v.get("created_at"),
+                "docs": m.get("n_train_docs"),
+                "tokens": m.get("n_train_tokens"),
+                "strict_f1": cand["strict_f1"],
+                "char_recall": cand["char_recall"],
+                "method": ev.get("method"),
+                "accepted": ev.get("decision") == "activated",
+                "reason": ev.get("reason"),
+            }
+        )
+    return points
+
+
+# --------------------------------------------------------------------------- background
+
+
+class BackgroundRetrainer:
+    """One retrain at a time in a worker thread, with progress the UI can poll.
+
+    A thread (not a process) because the trained model must come back to the
+    app's process; the CRF trainer and feature extraction release the UI
+    thread between steps, and a second request while one runs is refused
+    rather than queued (the next N reviewed notes will trigger another).
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deid-retrain")
+        self._lock = threading.Lock()
+        self._future: Future[Any] | None = None
+        self._message = "idle"
+        self._fraction = 0.0
+
+    def _progress(self, message: str, fraction: float) -> None:
+        with self._lock:
+            self._message = message
+            self._fraction = fraction
+
+    @property
+    def running(self) -> bool:
+        with self._lock:
+            return self._future is not None and not self._future.done()
+
+    def submit(self, job: Callable[[Progress], Any]) -> Future[Any] | None:
+        """Start ``job(progress)`` unless a retrain is running; returns its future or None."""
+        with self._lock:
+            if self._future is not None and not self._future.done():
+                return None
+            self._message, self._fraction = "starting", 0.0
+            self._future = self._pool.submit(job, self._progress)
+            return self._future
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            fut = self._future
+            state = "idle" if fut is None else ("running" if not fut.done() else "done")
+            error = None
+            if fut is not None and fut.done() and fut.exception() is not None:
+                state = "failed"
+                # Type only: an exception message could in principle quote a note.
+                error = type(fut.exception()).__name__
+            return {"state": state, "message": self._message, "fraction": self._fraction, "error": error}
+
+    def result(self, timeout: float | None = None) -> Any:
+        with self._lock:
+            fut = self._future
+        return None if fut is None else fut.result(timeout=timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,221 @@
+"""Retraining policy: a worse candidate never replaces the active model, and the reason is kept."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from deid_core.registry import (
+    BackgroundRetrainer,
+    RetrainPolicy,
+    decide,
+    is_heldout,
+    learning_curve,
+    retrain,
+    should_retrain,
+    split_reviewed,
+)
+from deid_core.spans import Document, Span
+
+
+@dataclass(frozen=True)
+class FakePrediction:
+    doc_id: str
+    spans: tuple[Span, ...]
+
+    def to_document(self, doc: Document) -> Document:
+        return doc.with_spans(self.spans)
+
+
+class LabelModel:
+    """Finds exactly the gold spans of the labels it was trained on: quality follows data."""
+
+    def __init__(self, labels: set[str], train_ids: list[str]) -> None:
+        self.labels = labels
+        self.train_ids = train_ids
+
+    def predict_many(self, docs, bias=0.0, progress=False):  # noqa: ANN001
+        return [FakePrediction(d.id, tuple(s for s in d.spans if s.label in self.labels)) for d in docs]
+
+
+def label_trainer(docs, progress=None):  # noqa: ANN001
+    if progress:
+        progress("training", 1.0)
+    return LabelModel({s.label for d in docs for s in d.spans}, [d.id for d in docs])
+
+
+def blind_trainer(docs, progress=None):  # noqa: ANN001
+    """A broken training procedure: learns nothing."""
+    return LabelModel(set(), [d.id for d in docs])
+
+
+def note(i: int, label: str = "NAME") -> Document:
+    text = f"Patient Smith{i} seen on 2020-01-{i % 28 + 1:02d} at clinic."
+    return Document(f"n{i:03d}", text, (Span(8, 13 + len(str(i)), label), Span(25, 35, "DATE")))
+
+
+@pytest.mark.parametrize(
+    ("cand", "active", "accepted", "fragment"),
+    [
+        ({"strict_f1": 0.80, "char_recall": 0.90}, None, True, "no active model"),
+        ({"strict_f1": 0.85, "char_recall": 0.95}, {"strict_f1": 0.80, "char_recall": 0.90}, True, "better"),
+        ({"strict_f1": 0.798, "char_recall": 0.90}, {"strict_f1": 0.80, "char_recall": 0.90}, True, "not worse"),
+        ({"strict_f1": 0.70, "char_recall": 0.90}, {"strict_f1": 0.80, "char_recall": 0.90}, False, "strict F1 dropped by 0.1000"),
+        ({"strict_f1": 0.90, "char_recall": 0.85}, {"strict_f1": 0.80, "char_recall": 0.90}, False, "character recall dropped"),
+    ],
+)
+def test_decide(cand, active, accepted, fragment) -> None:  # noqa: ANN001
+    ok, reason = decide(cand, active, RetrainPolicy(tolerance_f1=0.005, tolerance_recall=0.002))
+    assert ok is accepted
+    assert fragment in reason
+
+
+@pytest.mark.parametrize(("new", "n", "expected"), [(0, 20, False), (19, 20, False), (20, 20, True), (3, 1, True)])
+def test_should_retrain_after_n_reviewed(new: int, n: int, expected: bool) -> None:
+    assert should_retrain(new, RetrainPolicy(retrain_every=n)) is expected
+
+
+@pytest.mark.parametrize("bad", [{"retrain_every": 0}, {"folds": 1}, {"heldout_share": 1}, {"tolerance_f1": -0.1}])
+def test_policy_rejects_nonsense(bad) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError):
+        RetrainPolicy(**bad)
+
+
+def test_policy_round_trips_through_settings() -> None:
+    p = RetrainPolicy(retrain_every=7, tolerance_f1=0.01)
+    assert RetrainPolicy.from_settings({**p.to_settings(), "theme": "dark"}) == p
+
+
+def test_heldout_split_is_stable_and_about_the_right_size() -> None:
+    docs = [note(i) for i in range(400)]
+    train, held = split_reviewed(docs, RetrainPolicy(heldout_share=5))
+    assert 50 <= len(held) <= 110
+    assert {d.id for d in held} == {d.id for d in docs if is_heldout(d.id, 5)}
+    assert not {d.id for d in train} & {d.id for d in held}
+
+
+def test_registry_keeps_the_active_model_when_the_candidate_is_worse_kfold() -> None:
+    reviewed = [note(i) for i in range(12)]
+    active = label_trainer(reviewed[:8])
+    result = retrain(
+        reviewed,
+        trainer=blind_trainer,
+        active_model=active,
+        active_train_ids=set(active.train_ids),
+        active_trainer=label_trainer,
+        policy=RetrainPolicy(folds=3),
+    )
+    d = result.decision
+    assert d.comparison.method == "kfold"
+    assert not d.accepted
+    assert d.reason.startswith("rejected: strict F1 dropped")
+    assert d.comparison.candidate["strict_f1"] == 0.0
+    assert d.comparison.active["strict_f1"] == 1.0
+    audit = d.to_audit()
+    assert audit["decision"] == "rejected" and audit["n_eval_docs"] == 12
+    assert "Smith" not in repr(audit)  # ids and numbers only
+
+
+def test_registry_activates_a_better_candidate_kfold() -> None:
+    # The active model never saw DATE spans; the candidate procedure, trained on all notes, does.
+    reviewed = [note(i) for i in range(10)]
+    only_names = [d.with_spans([s for s in d.spans if s.label == "NAME"]) for d in reviewed[:4]]
+    active = label_trainer(only_names)
+    result = retrain(
+        reviewed,
+        trainer=label_trainer,
+        active_model=active,
+        active_train_ids=set(),
+        policy=RetrainPolicy(folds=2),
+    )
+    assert result.decision.accepted, result.decision.reason
+    assert result.decision.comparison.candidate["strict_f1"] == 1.0
+
+
+def test_registry_uses_the_heldout_split_once_it_is_large_enough() -> None:
+    reviewed = [note(i) for i in range(200)]
+    policy = RetrainPolicy(heldout_share=5, min_heldout=20)
+    result = retrain(reviewed, trainer=blind_trainer, active_model=label_trainer(reviewed), active_train_ids=set(), policy=policy)
+    held = {d.id for d in reviewed if is_heldout(d.id, 5)}
+    assert result.decision.comparison.method == "heldout"
+    assert set(result.decision.comparison.eval_ids) == held
+    assert not held & set(result.train_ids)  # held-out notes never train the candidate
+    assert not result.decision.accepted
+
+
+def test_heldout_ignores_notes_the_active_model_trained_on() -> None:
+    reviewed = [note(i) for i in range(60)]
+    active = label_trainer(reviewed)  # trained on everything, held-out notes included
+    result = retrain(
+        reviewed,
+        trainer=label_trainer,
+        active_model=active,
+        active_train_ids=set(active.train_ids),
+        policy=RetrainPolicy(min_heldout=5, folds=2),
+    )
+    assert result.decision.comparison.method == "kfold"
+    assert len(result.train_ids) == 60
+
+
+def test_first_model_is_activated_with_its_kfold_scores() -> None:
+    result = retrain([note(i) for i in range(6)], trainer=label_trainer, policy=RetrainPolicy(folds=3))
+    assert result.decision.accepted
+    assert result.decision.comparison.active is None
+    assert result.decision.comparison.candidate["strict_f1"] == 1.0
+    assert result.metrics["n_train_docs"] == 6 and result.n_train_tokens > 0
+
+
+def test_retrain_reports_progress_monotonically() -> None:
+    seen: list[float] = []
+    retrain([note(i) for i in range(6)], trainer=label_trainer, policy=RetrainPolicy(folds=3),
+            progress=lambda msg, f: seen.append(f))
+    assert seen and seen == sorted(seen) and seen[-1] == 1.0
+
+
+def test_retrain_needs_documents() -> None:
+    with pytest.raises(ValueError, match="no reviewed"):
+        retrain([], trainer=label_trainer)
+
+
+def test_learning_curve_from_model_history() -> None:
+    reviewed = [note(i) for i in range(12)]
+    first = retrain(reviewed[:6], trainer=label_trainer, policy=RetrainPolicy(folds=3))
+    second = retrain(reviewed, trainer=blind_trainer, active_model=first.model,
+                     active_train_ids=set(first.train_ids), active_trainer=label_trainer,
+                     policy=RetrainPolicy(folds=3))
+    curve = learning_curve([{"version": "v1", "metrics": first.metrics},
+                            {"version": "v2", "metrics": second.metrics},
+                            {"version": "v0", "metrics": {}}])
+    assert [(p["version"], p["docs"], p["accepted"]) for p in curve] == [("v1", 6, True), ("v2", 12, False)]
+    assert curve[0]["tokens"] < curve[1]["tokens"]
+    assert curve[1]["reason"].startswith("rejected")
+
+
+def test_background_retrainer_runs_one_job_at_a_time() -> None:
+    bg = BackgroundRetrainer()
+    gate = threading.Event()
+
+    def job(progress):  # noqa: ANN001
+        progress("halfway", 0.5)
+        gate.wait(5)
+        return "model"
+
+    fut = bg.submit(job)
+    assert fut is not None
+    assert bg.submit(job) is None  # refused while running
+    gate.set()
+    assert bg.result(timeout=5) == "model"
+    assert bg.status()["state"] == "done" and bg.status()["fraction"] == 0.5
+
+    def broken(progress):  # noqa: ANN001
+        raise RuntimeError("secret note text")
+
+    bg.submit(broken)
+    with pytest.raises(RuntimeError):
+        bg.result(timeout=5)
+    status = bg.status()
+    assert status["state"] == "failed" and status["error"] == "RuntimeError"
+    assert "secret" not in repr(status)
+    bg.shutdown()
