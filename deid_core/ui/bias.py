@@ -1,0 +1,169 @@
+"""The O-label bias page's numbers: re-decode reviewed notes and score them.
+
+Paper 002 ("Trading Off Precision and Recall") adds a bias to the O label's
+score at every token; a negative bias makes the CRF mark more PHI. The admin
+picks the bias by looking at what it does to the *reviewed* documents (used as
+gold). Notes are encoded once (features and emissions, the slow part) and each
+slider move only re-runs the decoder, which is why ``Encoded`` exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from deid_core.evaluation import char_prf, strict_prf
+from deid_core.spans import Document
+
+BIAS_MIN = -5.0
+BIAS_MAX = 3.0
+BIAS_STEP = 0.5
+
+Progress = Callable[[str, float], None]
+
+
+class Decoder(Protocol):
+    """What this module needs from ``deid_core.model.DeidModel``."""
+
+    def decode(self, encoded: Any, bias: float = 0.0) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BiasPoint:
+    bias: float
+    strict: dict[str, float]
+    char: dict[str, float]
+    n_pred_spans: int
+
+    @property
+    def missed_char_share(self) -> float:
+        """Expected share of PHI characters a release at this bias would leak."""
+        return 1.0 - float(self.char["recall"])
+
+    def as_row(self) -> dict[str, float]:
+        return {
+            "bias": self.bias,
+            "strict_precision": float(self.strict["precision"]),
+            "strict_recall": float(self.strict["recall"]),
+            "strict_f1": float(self.strict["f1"]),
+            "char_precision": float(self.char["precision"]),
+            "char_recall": float(self.char["recall"]),
+            "char_f1": float(self.char["f1"]),
+            "missed_char_share": self.missed_char_share,
+            "pred_spans": self.n_pred_spans,
+        }
+
+
+def bias_grid(step: float = BIAS_STEP, lo: float = BIAS_MIN, hi: float = BIAS_MAX) -> list[float]:
+    n = int(round((hi - lo) / step))
+    return [round(lo + i * step, 6) for i in range(n + 1)]
+
+
+def decode_layer(
+    model: Decoder, gold: Sequence[Document], encoded: Sequence[Any], bias: float
+) -> list[Document]:
+    """The model's spans for each reviewed note at ``bias``, as documents beside the gold."""
+    return [g.with_spans(model.decode(e, bias).spans) for g, e in zip(gold, encoded)]
+
+
+def metrics_at_bias(
+    model: Decoder, gold: Sequence[Document], encoded: Sequence[Any], bias: float
+) -> BiasPoint:
+    if len(gold) != len(encoded):
+        raise ValueError("gold documents and encodings must pair up")
+    pred = decode_layer(model, gold, encoded, bias)
+    return BiasPoint(
+        float(bias),
+        strict_prf(gold, pred),
+        char_prf(gold, pred),
+        sum(len(d.spans) for d in pred),
+    )
+
+
+def bias_curve(
+    model: Decoder,
+    gold: Sequence[Document],
+    encoded: Sequence[Any],
+    grid: Sequence[float] | None = None,
+    progress: Progress | None = None,
+) -> list[BiasPoint]:
+    """One point per bias of ``grid`` (default -5..+3 by 0.5), sorted by bias."""
+    biases = sorted(bias_grid() if grid is None else grid)
+    out = []
+    for i, b in enumerate(biases):
+        out.append(metrics_at_bias(model, gold, encoded, b))
+        if progress is not None:
+            progress(f"bias {b:+.2f}", (i + 1) / len(biases))
+    return out
+
+
+def largest_bias_reaching(points: Sequence[BiasPoint], char_recall: float = 0.99) -> float | None:
+    """The most precision-friendly bias whose character recall reaches the target."""
+    ok = [p.bias for p in points if p.char["recall"] >= char_recall]
+    return max(ok) if ok else None
+
+
+def curve_chart(points: Sequence[BiasPoint], current: BiasPoint | None = None) -> Any:
+    """Altair: precision against recall over the bias range, the current bias ringed in red.
+
+    Left: the P/R curve (strict spans and PHI characters); right: the measures
+    against the bias, with a rule at the current value.
+    """
+    import altair as alt
+    import pandas as pd
+
+    rows = []
+    for p in points:
+        r = p.as_row()
+        rows.append({"bias": r["bias"], "measure": "strict spans",
+                     "precision": r["strict_precision"], "recall": r["strict_recall"]})
+        rows.append({"bias": r["bias"], "measure": "PHI characters",
+                     "precision": r["char_precision"], "recall": r["char_recall"]})
+    frame = pd.DataFrame(rows)
+    scale = alt.Scale(domain=[0, 1])
+    colour = alt.Color("measure:N", title=None, legend=alt.Legend(orient="bottom"))
+    pr = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("recall:Q", scale=scale, title="recall"),
+            y=alt.Y("precision:Q", scale=scale, title="precision"),
+            color=colour,
+            order="bias:Q",
+            tooltip=["bias:Q", "measure:N", alt.Tooltip("precision:Q", format=".3f"),
+                     alt.Tooltip("recall:Q", format=".3f")],
+        )
+        .properties(title="Precision / recall over the bias range", width=320, height=300)
+    )
+    long = pd.DataFrame(
+        [{"bias": p.bias, "measure": m, "value": v}
+         for p in points
+         for m, v in (("strict precision", p.strict["precision"]),
+                      ("strict recall", p.strict["recall"]),
+                      ("PHI char recall", p.char["recall"]))]
+    )
+    lines = (
+        alt.Chart(long)
+        .mark_line()
+        .encode(
+            x=alt.X("bias:Q", title="O-label bias (negative = more PHI marked)"),
+            y=alt.Y("value:Q", scale=scale, title=None),
+            color=alt.Color("measure:N", title=None, legend=alt.Legend(orient="bottom")),
+        )
+        .properties(title="Measures against the bias", width=320, height=300)
+    )
+    if current is not None:
+        cur = pd.DataFrame([
+            {"bias": current.bias, "measure": "strict spans",
+             "precision": current.strict["precision"], "recall": current.strict["recall"]},
+            {"bias": current.bias, "measure": "PHI characters",
+             "precision": current.char["precision"], "recall": current.char["recall"]},
+        ])
+        pr = pr + alt.Chart(cur).mark_point(size=220, color="red", filled=False, strokeWidth=3).encode(
+            x="recall:Q", y="precision:Q"
+        )
+        lines = lines + alt.Chart(pd.DataFrame([{"bias": current.bias}])).mark_rule(
+            color="red", strokeWidth=2
+        ).encode(x="bias:Q")
+    return alt.hconcat(pr, lines).resolve_scale(color="independent")
