@@ -125,3 +125,38 @@ def test_unknown_document_raises():
 def test_format_significance_line():
     line = format_significance(approximate_randomization(GOLD, PERFECT, HALF, trials=99))
     assert line.startswith("strict_f1: A = 1.0000, B = 0.6667, A - B = +0.3333, p = ")
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _run_cli(argv: list[str]) -> int:
+    import argparse
+
+    from deid_core.cli import evaluation as cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_significance_command(tmp_path, capsys):
+    import json
+
+    from deid_core.corpus import write_jsonl
+
+    paths = {}
+    for name, docs in (("gold", GOLD), ("a", PERFECT), ("b", HALF)):
+        paths[name] = tmp_path / f"{name}.jsonl"
+        write_jsonl(paths[name], docs)
+    base = ["significance", "--gold", str(paths["gold"]), "--pred-a", str(paths["a"]),
+            "--pred-b", str(paths["b"]), "--trials", "999"]
+    assert _run_cli(base + ["--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"metric", "a", "b", "diff", "p_value", "trials"}
+    assert result["p_value"] < 0.01 and result["trials"] == 999
+    assert _run_cli(base + ["--metric", "char_recall"]) == 0
+    assert capsys.readouterr().out.startswith("char_recall: A = 1.0000, B = 0.5000")
+    with pytest.raises(UnsupportedFormat):
+        _run_cli(base + ["--metric", "nonsense"])
