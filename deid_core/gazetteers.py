@@ -1,0 +1,219 @@
+"""Gazetteers: phrase lists per label, matched over tokens and emitted as BIOES marks.
+
+Two sources, as in paper 000 section 3.2.2: phrases harvested from the gold
+spans of the training corpus, and word lists a user supplies. A harvested
+phrase is kept only when it was seen as that label at least ``min_count``
+times and when it is PHI in most of its occurrences (``min_precision``):
+otherwise a name that is also a common word ("Rosa", "Mayo") would fire
+everywhere and teach the CRF to distrust the gazetteer.
+
+A gazetteer built from training data holds PHI (names, streets). It lives in
+the model directory, which is as sensitive as the training corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from deid_core.errors import CorpusFormatError, ModelError
+from deid_core.spans import Span
+from deid_core.tokenize import Token
+
+GAZETTEER_FORMAT_VERSION = 1
+
+
+def normalise(word: str) -> str:
+    return word.lower()
+
+
+class Gazetteer:
+    """Phrases (tuples of normalised tokens) per label, with longest-match lookup."""
+
+    def __init__(self, entries: dict[str, set[tuple[str, ...]]] | None = None) -> None:
+        self._phrases: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
+        for label, phrases in (entries or {}).items():
+            for phrase in phrases:
+                self.add(label, phrase)
+
+    def add(self, label: str, phrase: Sequence[str]) -> None:
+        key = tuple(normalise(w) for w in phrase)
+        if not key:
+            return
+        self._phrases[key].add(label)
+        self._max_len[key[0]] = max(self._max_len.get(key[0], 0), len(key))
+
+    def __len__(self) -> int:
+        return len(self._phrases)
+
+    @property
+    def labels(self) -> list[str]:
+        return sorted({lab for labs in self._phrases.values() for lab in labs})
+
+    def entries(self) -> dict[str, list[list[str]]]:
+        out: dict[str, list[list[str]]] = defaultdict(list)
+        for phrase, labels in sorted(self._phrases.items()):
+            for label in sorted(labels):
+                out[label].append(list(phrase))
+        return dict(out)
+
+    def matches(self, words: Sequence[str]) -> list[tuple[int, int, str]]:
+        """Longest match at each start position: ``(start, end, label)`` token ranges."""
+        norm = [normalise(w) for w in words]
+        out: list[tuple[int, int, str]] = []
+        n = len(norm)
+        for i, w in enumerate(norm):
+            longest = self._max_len.get(w)
+            if longest is None:
+                continue
+            for size in range(min(longest, n - i), 0, -1):
+                labels = self._phrases.get(tuple(norm[i : i + size]))
+                if labels:
+                    out.extend((i, i + size, label) for label in sorted(labels))
+                    break
+        return out
+
+    def marks(self, words: Sequence[str]) -> list[list[str]]:
+        """Per token, the BIOES marks of every match covering it ("B-NAME", "S-CITY", ...)."""
+        out: list[list[str]] = [[] for _ in words]
+        for start, end, label in self.matches(words):
+            if end - start == 1:
+                out[start].append(f"S-{label}")
+                continue
+            out[start].append(f"B-{label}")
+            for k in range(start + 1, end - 1):
+                out[k].append(f"I-{label}")
+            out[end - 1].append(f"E-{label}")
+        return [list(dict.fromkeys(m)) for m in out]
+
+    # -- persistence -------------------------------------------------------
+
+    def to_json(self) -> dict:
+        return {"format_version": GAZETTEER_FORMAT_VERSION, "entries": self.entries()}
+
+    @classmethod
+    def from_json(cls, raw: object, origin: str = "gazetteer") -> Gazetteer:
+        if not isinstance(raw, dict) or raw.get("format_version") != GAZETTEER_FORMAT_VERSION:
+            raise ModelError(f"{origin}: unknown gazetteer format version")
+        entries = raw.get("entries")
+        if not isinstance(entries, dict):
+            raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
+        gaz = cls()
+        for label, phrases in entries.items():
+            for phrase in phrases:
+                gaz.add(str(label), [str(w) for w in phrase])
+        return gaz
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Gazetteer:
+        p = Path(path)
+        try:
+            raw = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{p}: cannot read gazetteer ({type(exc).__name__})") from exc
+        return cls.from_json(raw, str(p))
+
+
+def spans_as_token_ranges(tokens: Sequence[Token], spans: Iterable[Span]) -> list[tuple[int, int, str]]:
+    """Token index ranges of the spans whose edges are token edges (others are skipped)."""
+    by_start = {t.start: i for i, t in enumerate(tokens)}
+    by_end = {t.end: i for i, t in enumerate(tokens)}
+    out = []
+    for s in spans:
+        i, j = by_start.get(s.start), by_end.get(s.end)
+        if i is not None and j is not None and j >= i:
+            out.append((i, j + 1, s.label))
+    return out
+
+
+def build_gazetteer(
+    items: Iterable[tuple[Sequence[Token], Sequence[Span]]],
+    *,
+    min_count: int = 2,
+    min_precision: float = 0.5,
+    max_tokens: int = 6,
+) -> Gazetteer:
+    """Harvest phrases from gold spans of ``(tokens, spans)`` pairs (one pair per sentence or note).
+
+    Precision counts every occurrence of the phrase as a token sequence in the
+    same items, so that a phrase which is PHI only now and then is left out.
+    """
+    materialised = [(list(toks), list(spans)) for toks, spans in items]
+    as_label: Counter[tuple[tuple[str, ...], str]] = Counter()
+    for toks, spans in materialised:
+        words = [normalise(t.text) for t in toks]
+        for i, j, label in spans_as_token_ranges(toks, spans):
+            if j - i <= max_tokens:
+                as_label[(tuple(words[i:j]), label)] += 1
+    candidates = {phrase for (phrase, _), c in as_label.items() if c >= min_count}
+    if not candidates:
+        return Gazetteer()
+    lengths = sorted({len(p) for p in candidates})
+    firsts = {p[0] for p in candidates}
+    seen: Counter[tuple[str, ...]] = Counter()
+    for toks, _ in materialised:
+        words = [normalise(t.text) for t in toks]
+        n = len(words)
+        for i, w in enumerate(words):
+            if w not in firsts:
+                continue
+            for size in lengths:
+                if i + size > n:
+                    break
+                phrase = tuple(words[i : i + size])
+                if phrase in candidates:
+                    seen[phrase] += 1
+    gaz = Gazetteer()
+    for (phrase, label), c in as_label.items():
+        if c >= min_count and c / max(seen[phrase], c) >= min_precision:
+            gaz.add(label, phrase)
+    return gaz
+
+
+def load_word_list(path: str | Path, label: str | None = None, *, lang: str = "en") -> Gazetteer:
+    """Read a user word list: one phrase per line, or ``LABEL<TAB>phrase`` when ``label`` is None.
+
+    Phrases are tokenised with the clinical tokenizer so that they match the
+    way notes are tokenised. Blank lines and ``#`` comments are skipped.
+    """
+    from deid_core.tokenize import tokenize
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError("word list is not UTF-8", path=str(p), offset=exc.start) from exc
+    except OSError as exc:
+        raise CorpusFormatError(f"cannot read word list ({exc.strerror})", path=str(p)) from exc
+    gaz = Gazetteer()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        entry_label = label
+        phrase = stripped
+        if label is None:
+            entry_label, sep, phrase = stripped.partition("\t")
+            if not sep or not entry_label.strip() or not phrase.strip():
+                raise CorpusFormatError(
+                    "expected LABEL<TAB>phrase", path=str(p), line=lineno
+                )
+            entry_label = entry_label.strip()
+        assert entry_label is not None
+        gaz.add(entry_label, [t.text for t in tokenize(phrase.strip(), lang).tokens])
+    return gaz
+
+
+def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
+    out = Gazetteer()
+    for gaz in gazetteers:
+        for label, phrases in gaz.entries().items():
+            for phrase in phrases:
+                out.add(label, phrase)
+    return out
