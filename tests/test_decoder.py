@@ -1,0 +1,269 @@
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from deid_core.crf import CRFParams, open_crf, read_weights, train_crf
+from deid_core.decoder import (
+    AttributeIndex,
+    emissions_from,
+    forward_backward,
+    path_scores,
+    viterbi,
+)
+from deid_core.errors import ModelError
+from deid_core.features import FeatureExtractor
+from deid_core.spans import Span
+from deid_core.tagging import spans_to_tags
+from deid_core.tokenize import tokenize
+
+# -- the maths against brute force -------------------------------------------------
+
+
+def _brute(emissions: np.ndarray, trans: np.ndarray, bias: float = 0.0):
+    n, n_labels = emissions.shape
+    scores = {}
+    for path in itertools.product(range(n_labels), repeat=n):
+        s = sum(emissions[t, y] + (bias if y == 0 else 0.0) for t, y in enumerate(path))
+        s += sum(trans[a, b] for a, b in zip(path, path[1:]))
+        scores[path] = s
+    best = max(scores, key=lambda p: scores[p])
+    unbiased = {p: v - bias * sum(1 for y in p if y == 0) for p, v in scores.items()}
+    vals = np.array(list(unbiased.values()))
+    log_z = np.log(np.exp(vals - vals.max()).sum()) + vals.max()
+    marg = np.zeros((n, n_labels))
+    for p, v in unbiased.items():
+        w = np.exp(v - log_z)
+        for t, y in enumerate(p):
+            marg[t, y] += w
+    return best, scores[best], log_z, marg
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("bias", [0.0, -1.5, 2.0])
+def test_viterbi_and_marginals_match_brute_force(seed: int, bias: float) -> None:
+    rng = np.random.default_rng(seed)
+    lengths = [int(x) for x in rng.integers(1, 6, size=3)]
+    n_labels = 3
+    emissions = rng.normal(0, 2, size=(sum(lengths), n_labels))
+    trans = rng.normal(0, 2, size=(n_labels, n_labels))
+    bounds, pos = [], 0
+    for n in lengths:
+        bounds.append((pos, pos + n))
+        pos += n
+    path, scores = viterbi(emissions, bounds, trans, bias=bias, o_index=0)
+    marg, log_z = forward_backward(emissions, bounds, trans)
+    unbiased = path_scores(emissions, bounds, trans, path)
+    for s, (a, b) in enumerate(bounds):
+        best, best_score, bz, bm = _brute(emissions[a:b], trans, bias)
+        assert tuple(path[a:b]) == best
+        assert scores[s] == pytest.approx(best_score, abs=1e-9)
+        n_o = int((path[a:b] == 0).sum())
+        assert unbiased[s] == pytest.approx(best_score - bias * n_o, abs=1e-9)
+        assert log_z[s] == pytest.approx(bz, abs=1e-9)
+        np.testing.assert_allclose(marg[a:b], bm, atol=1e-12)
+
+
+def test_forward_backward_survives_extreme_scores() -> None:
+    emissions = np.array([[800.0, -800.0], [-900.0, 900.0], [0.0, 0.0]])
+    trans = np.array([[50.0, -50.0], [-50.0, 50.0]])
+    marg, log_z = forward_backward(emissions, [(0, 3)], trans)
+    assert np.isfinite(marg).all() and np.isfinite(log_z).all()
+    np.testing.assert_allclose(marg.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "n"),
+    [([(0, 2), (3, 4)], 4), ([(0, 2)], 3), ([(0, 0), (0, 2)], 2)],
+)
+def test_bad_bounds_are_refused(bounds: list[tuple[int, int]], n: int) -> None:
+    with pytest.raises(ValueError):
+        viterbi(np.zeros((n, 2)), bounds, np.zeros((2, 2)))
+
+
+def test_empty_document() -> None:
+    path, scores = viterbi(np.zeros((0, 3)), [], np.zeros((3, 3)))
+    assert path.shape == (0,) and scores.shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_more_negative_bias_never_drops_phi_tokens(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    emissions = rng.normal(0, 1.5, size=(60, 5))
+    trans = rng.normal(0, 1, size=(5, 5))
+    bounds = [(0, 7), (7, 30), (30, 31), (31, 60)]
+    previous = -1
+    for bias in np.arange(3.0, -4.01, -0.25):
+        path, _ = viterbi(emissions, bounds, trans, bias=float(bias), o_index=0)
+        non_o = int((path != 0).sum())
+        assert non_o >= previous
+        previous = non_o
+
+
+# -- equivalence with CRFsuite on trained models -------------------------------------
+
+
+def _tiny_corpus(n: int, seed: int) -> list[tuple[str, list[Span]]]:
+    rng = random.Random(seed)
+    first = ["Juan", "Ana", "María", "Pedro", "Lucía", "Jorge", "Elena"]
+    last = ["Pérez", "López", "Gil", "Ruiz", "Santos", "Marín"]
+    cities = ["Madrid", "Lugo", "Toledo", "Cádiz"]
+    docs = []
+    for _ in range(n):
+        name = f"{rng.choice(first)} {rng.choice(last)}"
+        date = f"{rng.randint(1, 28):02d}/{rng.randint(1, 12):02d}/{rng.randint(1950, 2020)}"
+        city = rng.choice(cities)
+        text = (
+            f"Nombre: {name}.\nFecha de ingreso: {date}.\n"
+            f"El paciente {name.split()[0]} vive en {city} y acude con dolor el {date}."
+        )
+        spans = []
+        for word, label, start_at in [
+            (name, "NOMBRE", 0),
+            (date, "FECHA", 0),
+            (name.split()[0], "NOMBRE", text.index("paciente")),
+            (city, "CIUDAD", 0),
+            (date, "FECHA", text.index("dolor")),
+        ]:
+            s = text.index(word, start_at)
+            spans.append(Span(s, s + len(word), label))
+        docs.append((text, spans))
+    return docs
+
+
+def _random_corpus(n: int, seed: int) -> tuple[list[list[list[str]]], list[list[str]]]:
+    """Noisy sequences with many labels: lots of non-trivial marginals and near ties."""
+    rng = random.Random(seed)
+    labels = ["O", "B-A", "I-A", "B-B", "I-B", "B-C", "I-C", "B-D"]
+    xs, ys = [], []
+    for _ in range(n):
+        length = rng.randint(1, 25)
+        x, y = [], []
+        for _ in range(length):
+            lab = rng.choice(labels)
+            feats = {f"f{rng.randint(0, 60)}" for _ in range(rng.randint(1, 6))}
+            if rng.random() < 0.6:
+                feats.add(f"hint={lab}")
+            x.append(sorted(feats))
+            y.append(lab)
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    fx = FeatureExtractor(lang="es")
+    xs, ys = [], []
+    for text, spans in _tiny_corpus(40, seed=1):
+        tok = tokenize(text, "es")
+        tags = spans_to_tags(tok.tokens, spans).tags
+        for (a, b), feats in zip(tok.sentences, fx.sentence_features(tok)):
+            xs.append(feats)
+            ys.append(tags[a:b])
+    path = tmp_path_factory.mktemp("crf") / "tiny.crfsuite"
+    seen: list[float] = []
+    crf = train_crf(xs, ys, path, CRFParams(max_iterations=30), progress=lambda m, f: seen.append(f))
+    assert seen and 0.0 < seen[-1] <= 1.0
+    return crf, path, fx
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory):
+    xs, ys = _random_corpus(400, seed=7)
+    path = tmp_path_factory.mktemp("crf") / "random.crfsuite"
+    crf = train_crf(xs, ys, path, CRFParams(max_iterations=40, c1=0.0, c2=0.1))
+    return crf, path, xs
+
+
+def _check_equivalence(crf, path, sequences: list[list[list[str]]]) -> float:
+    weights = read_weights(path)
+    assert weights.labels == list(crf.classes_)
+    index = AttributeIndex(weights.attributes)
+    parts = [[([], feats) for feats in seq] for seq in sequences]
+    emissions = emissions_from(index.indicator(parts, lambda o, w: []), weights.state)
+    bounds, pos = [], 0
+    for seq in sequences:
+        bounds.append((pos, pos + len(seq)))
+        pos += len(seq)
+    path_idx, scores = viterbi(emissions, bounds, weights.transitions)
+    marg, log_z = forward_backward(emissions, bounds, weights.transitions)
+    ours = [weights.labels[i] for i in path_idx]
+    theirs = [tag for seq in crf.predict(sequences) for tag in seq]
+    assert ours == theirs
+    worst = 0.0
+    ref = [m for seq in crf.predict_marginals(sequences) for m in seq]
+    for k, row in enumerate(ref):
+        for label, p in row.items():
+            worst = max(worst, abs(marg[k, weights.labels.index(label)] - p))
+    assert worst < 1e-5
+    tagger = crf.tagger_
+    for s, seq in enumerate(sequences[:50]):
+        tagger.set(seq)
+        prob = tagger.probability(tagger.tag())
+        assert scores[s] - log_z[s] == pytest.approx(np.log(prob), abs=1e-9)
+    return worst
+
+
+def test_decoder_equals_crfsuite_on_tiny_model(tiny_model) -> None:
+    crf, path, fx = tiny_model
+    sequences = []
+    for text, _ in _tiny_corpus(15, seed=99):
+        sequences.extend(fx.sentence_features(tokenize(text, "es")))
+    worst = _check_equivalence(crf, path, sequences)
+    assert worst < 1e-9
+
+
+def test_decoder_equals_crfsuite_on_larger_noisy_model(random_model) -> None:
+    crf, path, _ = random_model
+    held_out, _ = _random_corpus(300, seed=8)
+    worst = _check_equivalence(crf, path, held_out)
+    assert worst < 1e-9
+
+
+def test_binary_weights_are_exact_where_the_dump_rounds(random_model) -> None:
+    """The text dump keeps 6 decimals; the binary file holds the float64 CRFsuite decodes with."""
+    crf, path, _ = random_model
+    weights = read_weights(path)
+    info = crf.tagger_.info()
+    assert [int(info.attributes[a]) for a in weights.attributes] == list(range(len(weights.attributes)))
+    rounded = crf.state_features_
+    diffs = []
+    for (attr, label), value in rounded.items():
+        exact = weights.state[int(info.attributes[attr]), weights.labels.index(label)]
+        diffs.append(abs(exact - value))
+        assert abs(exact - value) <= 5e-7 + 1e-12
+    assert max(diffs) > 0  # rounding is real: the dump could not reproduce crfsuite exactly
+    trans = crf.transition_features_
+    for (a, b), value in trans.items():
+        assert weights.transitions[weights.labels.index(a), weights.labels.index(b)] == pytest.approx(
+            value, abs=5e-7
+        )
+
+
+def test_open_crf_predicts_from_file(tiny_model) -> None:
+    crf, path, fx = tiny_model
+    again = open_crf(path)
+    seq = fx.sentence_features(tokenize("Nombre: Ana Gil.", "es"))
+    assert list(again.predict(seq)[0]) == list(crf.predict(seq)[0])
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda b: b[:40], "truncated"),
+        (lambda b: b"XXXX" + b[4:], "not a CRFsuite"),
+        (lambda b: b[:-10], "truncated"),
+    ],
+)
+def test_damaged_model_files(tiny_model, tmp_path, mutate, message: str) -> None:
+    _, path, _ = tiny_model
+    bad = tmp_path / "bad.crfsuite"
+    bad.write_bytes(mutate(path.read_bytes()))
+    with pytest.raises(ModelError, match=message):
+        read_weights(bad)
+    with pytest.raises(ModelError, match="cannot read"):
+        read_weights(tmp_path / "missing.crfsuite")
