@@ -1,0 +1,92 @@
+"""What the Review page shows for one note, computed without Streamlit.
+
+The model layer is re-decoded at the project's current bias from a cached
+``Encoded`` (features and emissions computed once per note and model), so a
+bias change on the Bias page shows up in the highlights at once. The reviewer's
+own edits are never overwritten by that: while the draft is untouched it
+follows the model; once edited, only the near-miss hints follow the bias.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from deid_core.spans import Document, Span
+from deid_core.ui.editing import EditState
+
+#: Tokens left out by the model but with P(PHI) at least this high get a dotted underline.
+NEAR_MISS_THRESHOLD = 0.2
+#: How many encoded notes a session keeps (each holds tokens and emissions of one note).
+ENCODED_CACHE_SIZE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ModelView:
+    """The model's reading of one note at one bias."""
+
+    spans: tuple[Span, ...]
+    near_misses: tuple[Span, ...]
+    logprob: float | None
+    logprob_per_token: float | None
+    model_version: str | None
+    bias: float
+
+
+def encoded_for(cache: MutableMapping[Any, Any], model: Any, doc: Document) -> Any:
+    """``model.encode(doc)`` through a small per-session LRU keyed by note and model version.
+
+    The cache lives in ``st.session_state`` (never ``cache_resource``): an
+    ``Encoded`` holds the note's tokens, which are PHI.
+    """
+    key = (doc.id, getattr(model, "version", None))
+    if not isinstance(cache, OrderedDict):
+        fresh: OrderedDict[Any, Any] = OrderedDict(cache.items())
+        cache.clear()
+        cache.update(fresh)
+    if key in cache:
+        value = cache.pop(key)
+        cache[key] = value
+        return value
+    value = model.encode(doc)
+    cache[key] = value
+    while len(cache) > ENCODED_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return value
+
+
+def model_view(
+    model: Any, encoded: Any, bias: float, *, near_threshold: float = NEAR_MISS_THRESHOLD
+) -> ModelView:
+    pred = model.decode(encoded, bias)
+    return ModelView(
+        tuple(pred.spans),
+        tuple(pred.near_misses(near_threshold)),
+        float(pred.logprob),
+        float(pred.logprob_per_token),
+        getattr(model, "version", None),
+        float(bias),
+    )
+
+
+def follow_model(state: EditState | None, model_spans: Sequence[Span], reviewed: Sequence[Span] | None) -> EditState:
+    """The edit state to show: the reviewer's edits if any, else the freshest starting layer.
+
+    A note that was already reviewed starts from its reviewed layer; otherwise
+    from the model at the current bias, and an untouched draft is rebuilt when
+    the bias (or model) changes what the model marks.
+    """
+    start = list(reviewed) if reviewed else list(model_spans)
+    if state is None:
+        return EditState.start(start)
+    if state.dirty or state.can_undo:
+        return state
+    if {s.key for s in state.origin} != {s.key for s in start}:
+        return EditState.start(start)
+    return state
+
+
+def uncertain_count(spans: Sequence[Span], below: float) -> int:
+    return sum(1 for s in spans if s.score < below)

@@ -1,0 +1,80 @@
+"""Review view-model: encoded cache, model view at a bias, drafts that follow the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from deid_core.spans import Document, Span
+from deid_core.ui.editing import EditState, delete_span
+from deid_core.ui.review import (
+    ENCODED_CACHE_SIZE,
+    encoded_for,
+    follow_model,
+    model_view,
+    uncertain_count,
+)
+
+
+@dataclass
+class _Pred:
+    spans: tuple
+    logprob: float = -3.0
+    logprob_per_token: float = -0.5
+
+    def near_misses(self, threshold):
+        return [Span(20, 23, "CITY", "crf:t", 0.3)] if threshold <= 0.3 else []
+
+
+class CountingModel:
+    """Test double for DeidModel: counts encodes; decode marks more PHI at lower bias."""
+
+    version = "t1"
+
+    def __init__(self):
+        self.encodes = 0
+
+    def encode(self, doc):
+        self.encodes += 1
+        return doc.id
+
+    def decode(self, encoded, bias=0.0):
+        spans = [Span(0, 3, "PATIENT", "crf:t1", 0.95)]
+        if bias < 0:
+            spans.append(Span(8, 12, "DATE", "crf:t1", 0.55))
+        return _Pred(tuple(spans))
+
+
+def test_encoded_cache_is_an_lru():
+    model, cache = CountingModel(), {}
+    docs = [Document(f"d{i}", "x") for i in range(ENCODED_CACHE_SIZE + 1)]
+    for d in docs:
+        encoded_for(cache, model, d)
+    assert model.encodes == len(docs) and len(cache) == ENCODED_CACHE_SIZE
+    encoded_for(cache, model, docs[-1])  # cached
+    assert model.encodes == len(docs)
+    encoded_for(cache, model, docs[0])  # evicted first, so encoded again
+    assert model.encodes == len(docs) + 1
+
+
+@pytest.mark.parametrize("bias, n_spans", [(0.0, 1), (-1.0, 2)])
+def test_model_view(bias, n_spans):
+    view = model_view(CountingModel(), "d1", bias)
+    assert len(view.spans) == n_spans and view.bias == bias and view.model_version == "t1"
+    assert [s.label for s in view.near_misses] == ["CITY"]
+    assert uncertain_count(view.spans, 0.8) == n_spans - 1
+
+
+def test_untouched_draft_follows_the_bias_but_edits_stay():
+    at0 = model_view(CountingModel(), "d1", 0.0).spans
+    at_neg = model_view(CountingModel(), "d1", -1.0).spans
+    state = follow_model(None, at0, None)
+    assert state.spans == at0
+    moved = follow_model(state, at_neg, None)
+    assert moved.spans == at_neg  # untouched: follows the model
+    edited = delete_span(moved, 0, 3)
+    assert follow_model(edited, at0, None) is edited  # edited: kept
+    reviewed = [Span(0, 3, "DOCTOR", "human:rita")]
+    assert follow_model(None, at_neg, reviewed).spans == tuple(reviewed)  # reviewed layer wins
+    assert isinstance(follow_model(None, (), None), EditState)
