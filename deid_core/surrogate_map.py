@@ -1,0 +1,137 @@
+"""The consistency mapping: which surrogate replaced which (hashed) original.
+
+Surrogates are a pure function of ``(secret, scope, kind, normalised value)``
+(see ``deid_core.surrogates``), so partitions of a corpus processed on
+different workers agree without sharing state. The mapping store therefore
+does not *decide* surrogates; it *records* them, keyed by an HMAC-SHA256 of
+the original under the project secret, so that:
+
+- an admin can audit or export which surrogates were used, and a holder of the
+  secret who already knows an original can find its surrogate, while the
+  mapping itself never contains an original string (without the secret a key
+  says nothing about its value);
+- collisions (two different originals of one scope that drew the same
+  surrogate, which would merge two people) are detected and reported.
+
+``InMemorySurrogateMapping`` serves the CLI; the database-backed store
+implements the same ``SurrogateMapping`` protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Protocol, runtime_checkable
+
+from deid_core.corpus import atomic_write_text
+from deid_core.errors import MappingConflict, PermissionDenied
+
+CORPUS_SCOPE = "corpus"
+
+
+def normalise(value: str) -> str:
+    """Case- and space-folded form: "JOHN  smith" and "John Smith" are one original."""
+    return " ".join(value.casefold().split())
+
+
+def _hmac(secret: bytes, *parts: str) -> str:
+    message = "\x00".join(("deid-workbench/surrogate",) + parts).encode("utf-8")
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def scope_id(secret: bytes, patient_key: str | None) -> str:
+    """Opaque id of a consistency scope; the patient key itself is never stored."""
+    if patient_key is None:
+        return CORPUS_SCOPE
+    return "p:" + _hmac(secret, "patient", patient_key)[:32]
+
+
+def mapping_key(secret: bytes, scope: str, kind: str, value: str) -> str:
+    return _hmac(secret, "value", scope, kind, normalise(value))
+
+
+def secret_fingerprint(secret: bytes) -> str:
+    """Names which secret was used (in manifests) without revealing it."""
+    return hmac.new(secret, b"deid-workbench/fingerprint", hashlib.sha256).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class MappingEntry:
+    key: str  # HMAC of (scope, kind, normalised original)
+    scope: str  # scope_id(): "corpus" or an HMAC of the patient key
+    kind: str  # surrogate kind, e.g. "name", "date", "phone"
+    label: str
+    surrogate: str
+
+
+@runtime_checkable
+class SurrogateMapping(Protocol):
+    def record(self, entries: Iterable[MappingEntry]) -> None: ...
+
+    def get(self, key: str) -> MappingEntry | None: ...
+
+    def entries(self) -> Iterator[MappingEntry]: ...
+
+    def collisions(self) -> list[tuple[str, str, str]]:
+        """``(scope, kind, surrogate)`` drawn by more than one original."""
+        ...
+
+
+class InMemorySurrogateMapping:
+    """A dict-backed mapping for the CLI and tests; not thread-safe across processes."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, MappingEntry] = {}
+        self._by_surrogate: dict[tuple[str, str, str], set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def record(self, entries: Iterable[MappingEntry]) -> None:
+        for entry in entries:
+            old = self._by_key.get(entry.key)
+            if old is not None:
+                if old.surrogate != entry.surrogate:
+                    raise MappingConflict(
+                        f"mapping key {entry.key[:12]}... ({entry.kind}) already maps to another"
+                        " surrogate: was the project secret or the Faker version changed?"
+                    )
+                continue
+            self._by_key[entry.key] = entry
+            ident = (entry.scope, entry.kind, normalise(entry.surrogate))
+            self._by_surrogate.setdefault(ident, set()).add(entry.key)
+
+    def get(self, key: str) -> MappingEntry | None:
+        return self._by_key.get(key)
+
+    def entries(self) -> Iterator[MappingEntry]:
+        return iter(sorted(self._by_key.values(), key=lambda e: (e.scope, e.kind, e.key)))
+
+    def collisions(self) -> list[tuple[str, str, str]]:
+        return sorted(k for k, keys in self._by_surrogate.items() if len(keys) > 1)
+
+
+def export_mapping(
+    mapping: SurrogateMapping, path: str | os.PathLike[str], *, role: str
+) -> int:
+    """Write the mapping as JSONL (atomically). Only an ``admin`` may do this.
+
+    The file holds keys and surrogates only; it still deserves care, because a
+    secret holder can test a guessed original against it.
+    """
+    if role != "admin":
+        raise PermissionDenied("only an admin may export the surrogate mapping")
+    count = 0
+
+    def write(fh: object) -> None:
+        nonlocal count
+        for entry in mapping.entries():
+            fh.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")  # type: ignore[attr-defined]
+            count += 1
+
+    atomic_write_text(path, write)
+    return count
