@@ -1,0 +1,337 @@
+"""Post-processing filters kept as data (paper 001, rules 6, 8 and 9).
+
+A CRF makes a few systematic mistakes that a short list fixes better than more
+training: a weekday or a season tagged as PHI, a medical term or a unit, a
+title on its own, a span that swallowed the punctuation around it. Paper 001
+turns such tokens back to O by "pattern matching with all words that are
+medical values, medical terms, days in a week, seasons in a year, titles" and
+drops ages below 89. Each filter here is one YAML entry with a ``kind``; the
+kinds are the few operations below, so an unknown kind fails at load time.
+
+Filters only shrink or drop spans: recall first, so nothing here can widen a
+span onto characters the detectors did not mark, and ``trim`` never removes
+characters that are letters or digits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from deid_core.errors import RuleError, UnsupportedFormat
+from deid_core.rules import load_yaml_text, parse_flags
+from deid_core.spans import Span, sort_spans
+
+BUILTIN_FILTER_LANGUAGES = ("en", "es")
+_FILTER_KEYS = {"name", "kind", "labels", "except_labels", "params", "enabled", "description"}
+_BRACKETS = {"(": ")", "[": "]", "{": "}", "«": "»", "“": "”", "¿": "?", "¡": "!"}
+
+# A trace entry: (filter name, span before, span after or None when dropped).
+TraceEntry = tuple[str, Span, "Span | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilter:
+    """One filter: what it does (``kind``), to which labels, with which parameters.
+
+    ``labels`` = None means every label; ``except_labels`` are never touched
+    (a weekday labelled DATE is a date). Parameters are checked and compiled
+    when the filter is built, in ``prepared``.
+    """
+
+    name: str
+    kind: str
+    labels: frozenset[str] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    except_labels: frozenset[str] = frozenset()
+    enabled: bool = True
+    origin: str | None = None
+    prepared: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        where = {"rule": self.name or "<unnamed>", "path": self.origin}
+        if not self.name:
+            raise RuleError("a filter needs a name", **where)
+        if self.kind not in FILTER_KINDS:
+            known = ", ".join(sorted(FILTER_KINDS))
+            raise RuleError(f"unknown filter kind {self.kind!r} (known: {known})", **where)
+        if self.labels is not None and not isinstance(self.labels, frozenset):
+            object.__setattr__(self, "labels", frozenset(self.labels))
+        if not isinstance(self.except_labels, frozenset):
+            object.__setattr__(self, "except_labels", frozenset(self.except_labels))
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        prepare, _ = FILTER_KINDS[self.kind]
+        try:
+            prepared = prepare(self.params)
+        except RuleError:
+            raise
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            raise RuleError(f"bad params for kind {self.kind!r}: {exc}", **where) from None
+        object.__setattr__(self, "prepared", prepared)
+
+    def applies_to(self, label: str) -> bool:
+        if label in self.except_labels:
+            return False
+        return self.labels is None or label in self.labels
+
+    def apply(self, text: str, span: Span) -> Span | None:
+        """The span unchanged, shrunk, or None when the filter drops it."""
+        if not self.enabled or not self.applies_to(span.label):
+            return span
+        _, run = FILTER_KINDS[self.kind]
+        return run(self.prepared, text, span)
+
+
+# --- filter kinds: (prepare(params) -> prepared, run(prepared, text, span) -> Span | None) ---
+
+
+def _normalise(word: str) -> str:
+    return " ".join(word.casefold().strip().strip(".").split())
+
+
+def _prepare_trim(params: Mapping[str, Any]) -> tuple[str, int, frozenset[str]]:
+    chars = str(params.get("chars", ",;:!?"))
+    short = int(params.get("keep_dot_after_word_up_to", 3))
+    abbreviations = params.get("abbreviations", [])
+    if isinstance(abbreviations, str) or not isinstance(abbreviations, list):
+        raise ValueError("'abbreviations' must be a list")
+    return chars, short, frozenset(_normalise(str(a)) for a in abbreviations)
+
+
+def _balanced(s: str, opening: str, closing: str) -> bool:
+    return s.count(opening) == s.count(closing)
+
+
+def _run_trim(prepared: tuple[str, int, frozenset[str]], text: str, span: Span) -> Span | None:
+    """Strip whitespace, listed punctuation, unbalanced brackets/quotes and a sentence-final dot."""
+    chars, short, abbreviations = prepared
+    start, end = span.start, span.end
+    changed = True
+    while changed and start < end:
+        changed = False
+        first, last = text[start], text[end - 1]
+        if first.isspace() or first in chars or first == ".":
+            start += 1
+            changed = True
+            continue
+        if last.isspace() or last in chars:
+            end -= 1
+            changed = True
+            continue
+        inner = text[start:end]
+        for quote in ("\"", "'"):
+            if (first == quote or last == quote) and inner.count(quote) % 2 == 1:
+                if first == quote:
+                    start += 1
+                else:
+                    end -= 1
+                changed = True
+                break
+        if changed:
+            continue
+        for opening, closing in _BRACKETS.items():
+            if first == opening and not _balanced(inner, opening, closing):
+                start += 1
+                changed = True
+                break
+            if last == closing and not _balanced(inner, opening, closing):
+                end -= 1
+                changed = True
+                break
+        if changed:
+            continue
+        if last == "." and end - start > 1:
+            word = re.search(r"[^\W\d_][\w.]*\.$", inner)
+            # "St.", "J.", "U.S.A.", "Avda." keep their dot; "Smith." at a sentence end loses it.
+            keep = word is not None and (
+                len(word.group()) - 1 <= short
+                or "." in word.group()[:-1]
+                or _normalise(word.group()) in abbreviations
+            )
+            if not keep:
+                end -= 1
+                changed = True
+    if start >= end:
+        return None
+    if (start, end) == (span.start, span.end):
+        return span
+    return Span(start, end, span.label, span.source, span.score)
+
+
+def _prepare_nothing(params: Mapping[str, Any]) -> None:
+    return None
+
+
+def _run_punctuation_only(prepared: None, text: str, span: Span) -> Span | None:
+    return span if any(ch.isalnum() for ch in text[span.start : span.end]) else None
+
+
+def _prepare_stoplist(params: Mapping[str, Any]) -> tuple[frozenset[str], str]:
+    words = params["words"]
+    if isinstance(words, str) or not isinstance(words, list):
+        raise ValueError("'words' must be a list")
+    match = str(params.get("match", "span"))
+    if match not in ("span", "all_words"):
+        raise ValueError("'match' must be 'span' or 'all_words'")
+    return frozenset(_normalise(str(w)) for w in words), match
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+
+
+def _run_stoplist(prepared: tuple[frozenset[str], str], text: str, span: Span) -> Span | None:
+    words, match = prepared
+    inner = text[span.start : span.end]
+    if match == "span":
+        return None if _normalise(inner) in words else span
+    found = [_normalise(w) for w in _WORD.findall(inner)]
+    if found and all(w in words for w in found):
+        return None
+    return span
+
+
+def _prepare_pattern(params: Mapping[str, Any]) -> tuple[re.Pattern[str] | None, ...]:
+    flags = parse_flags(params.get("flags"))
+    compiled = []
+    for key in ("span", "before", "after"):
+        value = params.get(key)
+        compiled.append(re.compile(str(value), flags) if value is not None else None)
+    if all(p is None for p in compiled):
+        raise ValueError("give at least one of 'span', 'before', 'after'")
+    window = int(params.get("window", 40))
+    return (*compiled, window)  # type: ignore[return-value]
+
+
+def _run_pattern(prepared: tuple, text: str, span: Span) -> Span | None:
+    """Drop when the span text fully matches ``span`` and its context matches ``before``/``after``."""
+    span_re, before_re, after_re, window = prepared
+    if span_re is not None and not span_re.fullmatch(text, span.start, span.end):
+        return span
+    if before_re is not None:
+        lo = max(0, span.start - window)
+        if before_re.search(text[lo : span.start]) is None:
+            return span
+    if after_re is not None and after_re.match(text, span.end, min(len(text), span.end + window)) is None:
+        return span
+    return None
+
+
+def _prepare_numeric_below(params: Mapping[str, Any]) -> float:
+    return float(params["min"])
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _run_numeric_below(prepared: float, text: str, span: Span) -> Span | None:
+    """Paper 001 rule 8: an age below the HIPAA threshold is not PHI under HIPAA."""
+    m = _NUMBER.search(text, span.start, span.end)
+    if m is not None and int(m.group()) < prepared:
+        return None
+    return span
+
+
+FILTER_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Callable[..., Span | None]]] = {
+    "trim": (_prepare_trim, _run_trim),
+    "punctuation_only": (_prepare_nothing, _run_punctuation_only),
+    "stoplist": (_prepare_stoplist, _run_stoplist),
+    "pattern": (_prepare_pattern, _run_pattern),
+    "numeric_below": (_prepare_numeric_below, _run_numeric_below),
+}
+
+
+def apply_filters(
+    text: str,
+    spans: Iterable[Span],
+    filters: Sequence[PostFilter],
+    *,
+    trace: list[TraceEntry] | None = None,
+) -> list[Span]:
+    """Run every enabled filter, in order, over each span; return the survivors sorted.
+
+    ``trace`` (optional) collects ``(filter, before, after)`` for each change,
+    so a reviewer can see why a detection vanished; it holds offsets and
+    labels only, never text.
+    """
+    n = len(text)
+    out: list[Span] = []
+    for span in spans:
+        span.check_fits(n)
+        current: Span | None = span
+        for flt in filters:
+            assert current is not None
+            after = flt.apply(text, current)
+            if after is not current and trace is not None:
+                trace.append((flt.name, current, after))
+            current = after
+            if current is None:
+                break
+        if current is not None:
+            out.append(current)
+    return sort_spans(out)
+
+
+def filters_from_dict(raw: Any, *, origin: str | None = None) -> list[PostFilter]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("filters"), list):
+        raise RuleError("a filter file needs a 'filters' list", path=origin)
+    filters: list[PostFilter] = []
+    seen: set[str] = set()
+    for index, item in enumerate(raw["filters"]):
+        if not isinstance(item, dict):
+            raise RuleError(f"filter #{index} is not a mapping", path=origin)
+        name = str(item.get("name") or "")
+        where = {"rule": name or f"#{index}", "path": origin}
+        unknown = set(item) - _FILTER_KEYS
+        if unknown:
+            raise RuleError(f"unknown keys {sorted(unknown)}", **where)
+        if name in seen:
+            raise RuleError("two filters share this name", **where)
+        seen.add(name)
+        labels = item.get("labels")
+        except_labels = item.get("except_labels") or []
+        params = item.get("params") or {}
+        if labels is not None and not isinstance(labels, list):
+            raise RuleError("'labels' must be a list", **where)
+        if not isinstance(except_labels, list) or not isinstance(params, dict):
+            raise RuleError("'except_labels' must be a list and 'params' a mapping", **where)
+        filters.append(
+            PostFilter(
+                name=name,
+                kind=str(item.get("kind") or ""),
+                labels=frozenset(map(str, labels)) if labels is not None else None,
+                params=params,
+                except_labels=frozenset(map(str, except_labels)),
+                enabled=bool(item.get("enabled", True)),
+                origin=origin,
+            )
+        )
+    return filters
+
+
+@cache
+def _builtin(lang: str) -> tuple[PostFilter, ...]:
+    origin = f"deid_core/data/filters/{lang}.yaml"
+    text = resources.files("deid_core").joinpath(f"data/filters/{lang}.yaml").read_text("utf-8")
+    return tuple(filters_from_dict(load_yaml_text(text, origin=origin), origin=origin))
+
+
+def load_filters(lang: str, path: str | Path | None = None) -> list[PostFilter]:
+    """The built-in filters for ``lang`` ("en" or "es"), or a user's YAML filter file."""
+    if path is not None:
+        origin = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RuleError(f"cannot read filter file: {exc.__class__.__name__}", path=origin) from None
+        return filters_from_dict(load_yaml_text(text, origin=origin), origin=origin)
+    if lang not in BUILTIN_FILTER_LANGUAGES:
+        raise UnsupportedFormat(
+            f"no built-in filters for language {lang!r} (have: {', '.join(BUILTIN_FILTER_LANGUAGES)})"
+        )
+    return list(_builtin(lang))

@@ -1,0 +1,209 @@
+"""Named checks that a regex match really is the identifier it looks like.
+
+A regex can say "eight digits and a letter"; only a checksum can say "this is a
+DNI". Rules name a validator in YAML, so the set of validators is a registry
+of plain functions ``(span_text, match) -> bool``. ``span_text`` is the text of
+the rule's PHI group; ``match`` gives access to named groups (``day``,
+``month``, ``year``) for date checks. Validators never log or raise with the
+text they see.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable
+
+Validator = Callable[[str, "re.Match[str]"], bool]
+
+VALIDATORS: dict[str, Validator] = {}
+
+_DIGITS = re.compile(r"\d+")
+
+# Month names and abbreviations in English and Spanish, casefolded, dot removed.
+MONTHS: dict[str, int] = {}
+for _number, _names in enumerate(
+    [
+        ("january", "jan", "enero", "ene"),
+        ("february", "feb", "febrero"),
+        ("march", "mar", "marzo"),
+        ("april", "apr", "abril", "abr"),
+        ("may", "mayo", "may"),
+        ("june", "jun", "junio"),
+        ("july", "jul", "julio"),
+        ("august", "aug", "agosto", "ago"),
+        ("september", "sep", "sept", "septiembre", "setiembre", "set"),
+        ("october", "oct", "octubre"),
+        ("november", "nov", "noviembre"),
+        ("december", "dec", "diciembre", "dic"),
+    ],
+    start=1,
+):
+    for _name in _names:
+        MONTHS[_name] = _number
+
+
+def register(name: str) -> Callable[[Validator], Validator]:
+    """Add a validator to the registry under ``name`` (used by YAML rules)."""
+
+    def wrap(fn: Validator) -> Validator:
+        VALIDATORS[name] = fn
+        return fn
+
+    return wrap
+
+
+def get_validator(name: str) -> Validator | None:
+    return VALIDATORS.get(name)
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+@register("luhn")
+def luhn(text: str, match: re.Match[str] | None = None) -> bool:
+    """Credit-card style mod-10 check over the digits of the span."""
+    digits = _digits(text)
+    if not 12 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+_DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
+
+
+@register("dni_nif_letter")
+def dni_nif_letter(text: str, match: re.Match[str] | None = None) -> bool:
+    """Spanish DNI/NIF (8 digits + letter) or NIE (X/Y/Z + 7 digits + letter) check letter."""
+    compact = re.sub(r"[\s.\-]", "", text).upper()
+    if len(compact) != 9:
+        return False
+    head, letter = compact[:-1], compact[-1]
+    if head[0] in "XYZ":
+        head = str("XYZ".index(head[0])) + head[1:]
+    if not head.isdigit() or not letter.isalpha():
+        return False
+    return _DNI_LETTERS[int(head) % 23] == letter
+
+
+@register("nass")
+def nass(text: str, match: re.Match[str] | None = None) -> bool:
+    """Spanish social security number: 2-digit province, 8-digit number, mod-97 control."""
+    digits = _digits(text)
+    if len(digits) != 12:
+        return False
+    province, number, control = int(digits[:2]), int(digits[2:10]), int(digits[10:])
+    base = province * 10**8 + number if number >= 10**7 else province * 10**7 + number
+    return base % 97 == control
+
+
+@register("ssn_area")
+def ssn_area(text: str, match: re.Match[str] | None = None) -> bool:
+    """US SSN structure: area not 000/666/9xx, group not 00, serial not 0000."""
+    digits = _digits(text)
+    if len(digits) != 9:
+        return False
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    if area in ("000", "666") or area[0] == "9":
+        return False
+    return group != "00" and serial != "0000"
+
+
+@register("ipv4")
+def ipv4(text: str, match: re.Match[str] | None = None) -> bool:
+    parts = text.split(".")
+    if len(parts) != 4:
+        return False
+    for part in parts:
+        if not part.isdigit() or len(part) > 3 or int(part) > 255:
+            return False
+        if len(part) > 1 and part[0] == "0":
+            return False  # 01.02.03.04 is a version or a date, not an address
+    return True
+
+
+def _first_int(text: str) -> int | None:
+    m = _DIGITS.search(text)
+    return int(m.group()) if m else None
+
+
+@register("age_over_89")
+def age_over_89(text: str, match: re.Match[str] | None = None) -> bool:
+    """HIPAA singles out ages over 89; younger ages are left to the CRF."""
+    value = _first_int(text)
+    return value is not None and 89 < value < 130
+
+
+@register("plausible_age")
+def plausible_age(text: str, match: re.Match[str] | None = None) -> bool:
+    value = _first_int(text)
+    return value is not None and 0 <= value < 130
+
+
+def _month_value(raw: str) -> int | None:
+    raw = raw.strip().rstrip(".").casefold()
+    if raw.isdigit():
+        return int(raw)
+    return MONTHS.get(raw)
+
+
+def _year_value(raw: str) -> int | None:
+    raw = raw.strip().lstrip("'’")
+    if not raw.isdigit():
+        return None
+    value = int(raw)
+    if len(raw) == 2:
+        return 2000 + value  # any leap-year-consistent century will do for validity
+    if len(raw) == 4 and 1800 <= value <= 2199:
+        return value
+    return None
+
+
+@register("valid_date")
+def valid_date(text: str, match: re.Match[str] | None = None) -> bool:
+    """Calendar check on the named groups ``day``, ``month`` and ``year`` when present.
+
+    Rules decide the field order (MM/DD in English, DD/MM in Spanish) through
+    group names, so one validator serves every format. A missing year allows
+    29 February.
+    """
+    if match is None:
+        return False
+    groups = match.groupdict()
+    day_raw, month_raw, year_raw = groups.get("day"), groups.get("month"), groups.get("year")
+    year = None
+    if year_raw is not None:
+        year = _year_value(year_raw)
+        if year is None:
+            return False
+    month = None
+    if month_raw is not None:
+        month = _month_value(month_raw)
+        if month is None or not 1 <= month <= 12:
+            return False
+    if day_raw is not None:
+        day_digits = _digits(day_raw)
+        if not day_digits:
+            return False
+        day = int(day_digits)
+        if month is None:
+            return 1 <= day <= 31
+        last = calendar.monthrange(year if year is not None else 2000, month)[1]
+        return 1 <= day <= last
+    return month is not None or year is not None
+
+
+@register("es_postal_code")
+def es_postal_code(text: str, match: re.Match[str] | None = None) -> bool:
+    """Spanish postal codes start with a province number 01-52."""
+    digits = _digits(text)
+    return len(digits) == 5 and 1 <= int(digits[:2]) <= 52

@@ -1,0 +1,191 @@
+"""Post-processing filters (paper 001 rules 6, 8, 9): tables per filter kind and per built-in list."""
+
+from __future__ import annotations
+
+import pytest
+
+from deid_core.errors import InvalidSpan, RuleError, UnsupportedFormat
+from deid_core.postprocess import PostFilter, apply_filters, load_filters
+from deid_core.spans import Span
+
+
+def run(text: str, piece: str, label: str, filters: list[PostFilter], occurrence: int = 0) -> str | None:
+    """Apply filters to one span over ``piece``; return the surviving text or None."""
+    start = -1
+    for _ in range(occurrence + 1):
+        start = text.index(piece, start + 1)
+    out = apply_filters(text, [Span(start, start + len(piece), label, "crf:test", 0.7)], filters)
+    assert len(out) <= 1
+    if not out:
+        return None
+    assert out[0].source == "crf:test" and out[0].score == 0.7 and out[0].label == label
+    return text[out[0].start : out[0].end]
+
+
+TRIM = PostFilter(
+    "trim", "trim", params={"chars": ",;:!?", "keep_dot_after_word_up_to": 3, "abbreviations": ["avda"]}
+)
+
+TRIM_CASES = [
+    ("Seen by  Smith, today", " Smith,", "DOCTOR", "Smith"),
+    ("on 09/14/2067.", "09/14/2067.", "DATE", "09/14/2067"),
+    ("lives on Main St. now", "Main St.", "STREET", "Main St."),
+    ("vive en Avda. Sur", "Avda.", "CALLE", "Avda."),
+    ("vive en Avenida. Sur", "Avenida.", "CALLE", "Avenida"),
+    ("Varón de 45 años.", "45 años.", "EDAD", "45 años"),
+    ("Dr. J. Smith", "J.", "DOCTOR", "J."),
+    ("from the U.S.A. today", "U.S.A.", "COUNTRY", "U.S.A."),
+    ("saw Francisco Lara Medina.", "Francisco Lara Medina.", "DOCTOR", "Francisco Lara Medina"),
+    ("call (871) 720-9439", "(871) 720-9439", "PHONE", "(871) 720-9439"),
+    ("(Mayo Clinic) today", "(Mayo Clinic", "HOSPITAL", "Mayo Clinic"),
+    ("at Mayo Clinic) today", "Mayo Clinic)", "HOSPITAL", "Mayo Clinic"),
+    ("Centro Andaluz (CAMD) x", "Centro Andaluz (CAMD)", "ORGANIZATION", "Centro Andaluz (CAMD)"),
+    ('Hospital "San Carlos" y', 'Hospital "San Carlos"', "HOSPITAL", 'Hospital "San Carlos"'),
+    ('ver "Lozano Blesa y', '"Lozano Blesa', "HOSPITAL", "Lozano Blesa"),
+    ("x ;:, y", ";:,", "DOCTOR", None),
+    ("http://example.com/ x", "http://example.com/", "URL", "http://example.com/"),
+]
+
+
+@pytest.mark.parametrize(("text", "piece", "label", "expected"), TRIM_CASES)
+def test_trim(text: str, piece: str, label: str, expected: str | None) -> None:
+    assert run(text, piece, label, [TRIM]) == expected
+
+
+EN_CASES = [
+    # weekdays, seasons (paper 001 rule 6), except when the span is a DATE
+    ("Seen on Monday", "Monday", "PATIENT", None),
+    ("Seen on Monday", "Monday", "DATE", "Monday"),
+    ("Seen in the spring", "spring", "HOSPITAL", None),
+    # month names alone, except names that are also given names
+    ("in March", "March", "PATIENT", None),
+    ("in March", "March", "DATE", "March"),
+    ("met April", "April", "PATIENT", "April"),
+    # titles alone
+    ("seen by Dr. today", "Dr.", "DOCTOR", None),
+    ("seen by Dr. Smith", "Dr. Smith", "DOCTOR", "Dr. Smith"),
+    ("seen by MD", "MD", "DOCTOR", None),
+    # medical terms and units
+    ("on Metformin", "Metformin", "PATIENT", None),
+    ("BP stable", "BP", "ORGANIZATION", None),
+    ("in ICU", "ICU", "HOSPITAL", None),
+    ("at Boston ICU", "Boston ICU", "HOSPITAL", "Boston ICU"),
+    ("Ed Smith", "Ed", "PATIENT", "Ed"),
+    ("K. Jones", "K.", "PATIENT", "K."),
+    # medical values: a number followed by a unit
+    ("given 40 mg daily", "40", "AGE", None),
+    ("given 40 mg daily", "40", "AGE", None),
+    ("aged 40 today", "40", "AGE", "40"),
+    ("glucose 5/10 mmol", "5/10", "DATE", None),
+    # punctuation only
+    ("a -- b", "--", "DATE", None),
+    # ages are kept whatever their value: the HIPAA-only filter is off by default
+    ("a 45 year old", "45", "AGE", "45"),
+]
+
+
+@pytest.mark.parametrize(("text", "piece", "label", "expected"), EN_CASES)
+def test_builtin_english_filters(text: str, piece: str, label: str, expected: str | None) -> None:
+    assert run(text, piece, label, load_filters("en")) == expected
+
+
+ES_CASES = [
+    ("visto el lunes", "lunes", "NOMBRE_SUJETO_ASISTENCIA", None),
+    ("visto el lunes", "lunes", "FECHAS", "lunes"),
+    ("en marzo", "marzo", "TERRITORIO", None),
+    ("la Dra. vino", "Dra.", "NOMBRE_PERSONAL_SANITARIO", None),
+    ("la Dra. García vino", "Dra. García", "NOMBRE_PERSONAL_SANITARIO", "Dra. García"),
+    ("ingresa en UCI", "UCI", "HOSPITAL", None),
+    ("recibió 600 mg", "600", "EDAD_SUJETO_ASISTENCIA", None),
+    ("Varón de 45 años.", "45 años.", "EDAD_SUJETO_ASISTENCIA", "45 años"),
+    ("Sexo: H.", "H", "SEXO_SUJETO_ASISTENCIA", "H"),
+    ("Calle Mayor, 5 Der.", "Calle Mayor, 5 Der.", "CALLE", "Calle Mayor, 5 Der."),
+]
+
+
+@pytest.mark.parametrize(("text", "piece", "label", "expected"), ES_CASES)
+def test_builtin_spanish_filters(text: str, piece: str, label: str, expected: str | None) -> None:
+    assert run(text, piece, label, load_filters("es")) == expected
+
+
+@pytest.mark.parametrize(
+    ("flt", "text", "piece", "label", "expected"),
+    [
+        (PostFilter("hipaa", "numeric_below", labels=["AGE"], params={"min": 90}), "a 45 yo", "45", "AGE", None),
+        (PostFilter("hipaa", "numeric_below", labels=["AGE"], params={"min": 90}), "a 92 yo", "92", "AGE", "92"),
+        (PostFilter("hipaa", "numeric_below", labels=["AGE"], params={"min": 90}), "room 45", "45", "ID", "45"),
+        (PostFilter("off", "numeric_below", params={"min": 90}, enabled=False), "a 45 yo", "45", "AGE", "45"),
+        (PostFilter("ctx", "pattern", params={"before": r"Room\s*$"}), "Room 12", "12", "ID", None),
+        (PostFilter("ctx", "pattern", params={"before": r"Room\s*$"}), "Bed 12", "12", "ID", "12"),
+        (PostFilter("sp", "pattern", params={"span": r"\d+"}), "id A12", "A12", "ID", "A12"),
+        (PostFilter("stop", "stoplist", params={"words": ["Foo Bar"]}), "x foo  bar", "foo  bar", "ID", None),
+        (PostFilter("stop", "stoplist", params={"words": ["foo"]}), "x foo bar", "foo bar", "ID", "foo bar"),
+        (PostFilter("all", "stoplist", params={"words": ["foo", "bar"], "match": "all_words"}),
+         "x foo bar", "foo bar", "ID", None),
+        (PostFilter("ex", "stoplist", except_labels=["DATE"], params={"words": ["foo"]}),
+         "x foo", "foo", "DATE", "foo"),
+    ],
+)
+def test_filter_kinds(flt: PostFilter, text: str, piece: str, label: str, expected: str | None) -> None:
+    assert run(text, piece, label, [flt]) == expected
+
+
+def test_trace_records_changes_without_text() -> None:
+    text = "Seen Monday by  Smith, ok"
+    spans = [Span(5, 11, "PATIENT", "crf:1", 0.6), Span(15, 22, "DOCTOR", "crf:1", 0.9)]
+    trace: list = []
+    out = apply_filters(text, spans, load_filters("en"), trace=trace)
+    assert out == [Span(16, 21, "DOCTOR", "crf:1", 0.9)]
+    assert trace == [
+        ("weekdays_and_seasons", spans[0], None),
+        ("trim_edges", spans[1], Span(16, 21, "DOCTOR", "crf:1", 0.9)),
+    ]
+    assert "Smith" not in repr(trace) and "Monday" not in repr(trace)
+
+
+def test_apply_filters_is_pure_and_sorted() -> None:
+    text = "b a"
+    spans = [Span(2, 3, "X"), Span(0, 1, "X")]
+    before = list(spans)
+    assert apply_filters(text, spans, load_filters("en")) == [Span(0, 1, "X"), Span(2, 3, "X")]
+    assert spans == before
+
+
+def test_span_past_text_is_a_typed_error() -> None:
+    with pytest.raises(InvalidSpan, match="ends past the text"):
+        apply_filters("short", [Span(2, 40, "X")], load_filters("en"))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("filters: [{name: a, kind: magic}]", "unknown filter kind 'magic'"),
+        ("filters: [{name: a, kind: stoplist}]", "bad params"),
+        ("filters: [{name: a, kind: stoplist, params: {words: x}}]", "must be a list"),
+        ("filters: [{name: a, kind: pattern, params: {span: '(x'}}]", "bad params"),
+        ("filters: [{name: a, kind: pattern}]", "at least one of"),
+        ("filters: [{name: a, kind: trim, colour: red}]", "unknown keys"),
+        ("filters: [{name: a, kind: trim}, {name: a, kind: trim}]", "share"),
+        ("filters: [{name: a, kind: trim, labels: DATE}]", "'labels' must be a list"),
+        ("nothing: 1", "needs a 'filters' list"),
+        ("filters: [", "not valid YAML"),
+    ],
+)
+def test_bad_filter_file_fails_at_load_and_names_itself(tmp_path, body: str, message: str) -> None:
+    path = tmp_path / "site_filters.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(RuleError, match=message) as info:
+        load_filters("en", path)
+    assert "site_filters.yaml" in str(info.value)
+
+
+def test_unknown_language() -> None:
+    with pytest.raises(UnsupportedFormat):
+        load_filters("xx")
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_builtin_filters_load_and_hipaa_age_filter_is_off(lang: str) -> None:
+    filters = load_filters(lang)
+    assert [f.kind for f in filters][:2] == ["trim", "punctuation_only"]
+    assert [f.enabled for f in filters if f.kind == "numeric_below"] == [False]

@@ -1,0 +1,269 @@
+"""English rules: one (text, expected spans) table per rule family, Presidio style.
+
+Each table row lists every span of the family's labels that the built-in rule
+set must return for the text, after the merge keeps the best of overlapping
+rule matches. Negative rows expect nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from deid_core.errors import RuleError, UnsupportedFormat
+from deid_core.merge import merge_spans
+from deid_core.rules import Rule, RuleSet, load_rules
+from deid_core.spans import Span
+
+
+@pytest.fixture(scope="module")
+def rules() -> RuleSet:
+    return load_rules("en")
+
+
+def found(rules: RuleSet, text: str, labels: set[str]) -> list[tuple[str, str]]:
+    """Merged rule output restricted to ``labels``, as (text, label) for readable failures."""
+    spans = merge_spans(rules.find(text))
+    return [(text[s.start : s.end], s.label) for s in spans if s.label in labels]
+
+
+def at(text: str, piece: str, label: str) -> tuple[str, str]:
+    assert piece in text, piece
+    return (piece, label)
+
+
+PHONE_FAX = [
+    ("Call (871) 720-9439 today", [("(871) 720-9439", "PHONE")]),
+    ("Home 171-289-0968.", [("171-289-0968", "PHONE")]),
+    ("cell 617.555.1234 or +1 617-555-1234", [("617.555.1234", "PHONE"), ("+1 617-555-1234", "PHONE")]),
+    ("Phone: 659-5187", [("659-5187", "PHONE")]),
+    ("pager 555 123 4567", [("555 123 4567", "PHONE")]),
+    ("office 171-289-0968 x123", [("171-289-0968 x123", "PHONE")]),
+    ("Reach her at +44 20 7946 0958.", [("+44 20 7946 0958", "PHONE")]),
+    ("Fax: 648-875-5821", [("648-875-5821", "FAX")]),
+    ("fax # (617) 555-0199", [("(617) 555-0199", "FAX")]),
+    # negatives: a bare seven-digit number, a range, an account-like run of digits
+    ("Hemoglobin 659-5187 is not a phone", []),
+    ("ranges 100-200-300", []),
+    ("id 1712890968", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PHONE_FAX)
+def test_phone_and_fax(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"PHONE", "FAX"}) == expected
+
+
+MEDICAL_RECORD = [
+    ("record 453-39-84-4 on file", [("453-39-84-4", "MEDICALRECORD")]),
+    ("MR 544-84-52", [("544-84-52", "MEDICALRECORD")]),
+    ("MRN: 0123456", [("0123456", "MEDICALRECORD")]),
+    ("Medical record number 12-345678", [("12-345678", "MEDICALRECORD")]),
+    ("MRN #A1234567", [("A1234567", "MEDICALRECORD")]),
+    # negatives: an SSN shape and a phone shape are not record numbers
+    ("SSN 123-45-6789", []),
+    ("MRN: pending", []),
+    ("dose 453-39", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MEDICAL_RECORD)
+def test_medical_record(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"MEDICALRECORD"}) == expected
+
+
+EMAIL_IP_URL = [
+    ("mail gmichael@kcm.org now", [("gmichael@kcm.org", "EMAIL")]),
+    ("j.doe+clinic@mail.example.co.uk.", [("j.doe+clinic@mail.example.co.uk", "EMAIL")]),
+    ("host 198.168.2.78 down", [("198.168.2.78", "IPADDR")]),
+    ("v6 2001:0db8:85a3:0000:0000:8a2e:0370:7334", [("2001:0db8:85a3:0000:0000:8a2e:0370:7334", "IPADDR")]),
+    ("see https://www.example.com/a?b=1.", [("https://www.example.com/a?b=1", "URL")]),
+    ("portal www.mychart.org/login today", [("www.mychart.org/login", "URL")]),
+    ("site kcm.org for info", [("kcm.org", "URL")]),
+    # negatives: invalid octets, a version string, an at-sign without a domain
+    ("bad 999.168.2.78", []),
+    ("version 1.2.3.4.5", []),
+    ("leading zero 01.02.03.04", []),
+    ("5 mg @ night", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), EMAIL_IP_URL)
+def test_email_ip_url(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"EMAIL", "IPADDR", "URL"}) == expected
+
+
+SSN_ZIP = [
+    ("SSN 123-45-6789", [("123-45-6789", "SSN")]),
+    ("Social Security #: 123456789", [("123456789", "SSN")]),
+    ("Boston, MA 02114", [("02114", "ZIP")]),
+    ("Springfield, Illinois 62704-1234", [("62704-1234", "ZIP")]),
+    ("ZIP: 02115", [("02115", "ZIP")]),
+    # validator negatives: area 000, 666 and 9xx, group 00
+    ("SSN 000-12-3456", []),
+    ("SSN 666-12-3456", []),
+    ("SSN 912-12-3456", []),
+    ("SSN 123-00-3456", []),
+    # a five-digit number without a state or cue is not a ZIP
+    ("WBC 12345 cells", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SSN_ZIP)
+def test_ssn_and_zip(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"SSN", "ZIP"}) == expected
+
+
+DATES = [
+    ("on 09/14/2067 at", [("09/14/2067", "DATE")]),
+    ("on 9/14/67.", [("9/14/67", "DATE")]),
+    ("on 9-14-2067", [("9-14-2067", "DATE")]),
+    ("on 2067-09-14", [("2067-09-14", "DATE")]),
+    ("Seen Sept 14, 2067.", [("Sept 14, 2067", "DATE")]),
+    ("Seen September 14th 2067", [("September 14th 2067", "DATE")]),
+    ("Seen 14 September 2067", [("14 September 2067", "DATE")]),
+    ("Seen 14-Sep-2067", [("14-Sep-2067", "DATE")]),
+    ("since September 2067", [("September 2067", "DATE")]),
+    ("seen on 9/14 for follow up", [("9/14", "DATE")]),
+    ("seen Sept 14 and", [("Sept 14", "DATE")]),
+    ("seen 14th of September and", [("14th of September", "DATE")]),
+    ("Monday, September 14, 2067 visit", [("Monday, September 14, 2067", "DATE")]),
+    ("diagnosed in 2067 with", [("2067", "DATE")]),
+    # validator negatives: impossible day, month 13, a blood pressure, doses and scores
+    ("on 02/31/2067", []),
+    ("on 13/14/2067", []),
+    ("BP 120/80", []),
+    ("pain 5/10 today", []),
+    ("take 1/2 tab", []),
+    ("admitted 2067 patients", []),
+    ("May be discharged", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), DATES)
+def test_dates(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"DATE"}) == expected
+
+
+AGES = [
+    ("A 92 year old man", [("92", "AGE")]),
+    ("a 94-year-old woman", [("94", "AGE")]),
+    ("94yo F", [("94", "AGE")]),
+    ("92 y/o M", [("92", "AGE")]),
+    ("91 years of age", [("91", "AGE")]),
+    ("aged 91, lives alone", [("91", "AGE")]),
+    ("age: 103", [("103", "AGE")]),
+    ("in her 90s", [("90s", "AGE")]),
+    # validator negatives: ages up to 89 are not HIPAA-special
+    ("A 45 year old man", []),
+    ("89 yo", []),
+    ("aged 45", []),
+    ("a 92 mg dose", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), AGES)
+def test_ages_over_89(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"AGE"}) == expected
+
+
+def test_find_reports_source_and_score(rules: RuleSet) -> None:
+    text = "Fax: 648-875-5821"
+    spans = rules.find(text)
+    # Both the fax rule and the plain phone rule match the same digits; find keeps both,
+    # the merge keeps the fax (higher score on an identical span).
+    assert {(s.label, s.source) for s in spans} == {("FAX", "rule:fax"), ("PHONE", "rule:phone_dashed")}
+    assert all(0 < s.score <= 1 for s in spans)
+    assert [s.label for s in merge_spans(spans)] == ["FAX"]
+
+
+def test_identical_spans_keep_highest_score() -> None:
+    low = Rule("low", "ID", r"\d+", 0.5)
+    high = Rule("high", "ID", r"\d{3}", 0.9)
+    spans = RuleSet([low, high]).find("abc 123 def")
+    assert spans == [Span(4, 7, "ID", "rule:high", 0.9)]
+
+
+def test_group_selects_phi_without_context() -> None:
+    rule = Rule("cue", "ID", r"ID:\s*(\d+)", 0.8, group=1)
+    assert list(rule.find("ID: 42")) == [Span(4, 6, "ID", "rule:cue", 0.8)]
+    named = Rule("named", "ID", r"ID:\s*(?P<v>\d+)", 0.8, group="v")
+    assert [s.start for s in named.find("ID: 42")] == [4]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pattern": "(unclosed"}, "does not compile"),
+        ({"pattern": r"\d+", "validator": "no_such_check"}, "unknown validator"),
+        ({"pattern": r"(\d+)", "group": 2}, "group 2 does not exist"),
+        ({"pattern": r"(\d+)", "group": "nope"}, "does not exist"),
+        ({"pattern": r"\d*"}, "matches the empty string"),
+        ({"pattern": r"\d+", "score": 1.5}, "score must be within"),
+        ({"pattern": r"\d+", "label": ""}, "non-empty label"),
+    ],
+)
+def test_bad_rule_fails_at_construction_and_names_itself(kwargs: dict, message: str) -> None:
+    args = {"name": "my_rule", "label": "ID", "score": 0.9} | kwargs
+    with pytest.raises(RuleError, match=message) as info:
+        Rule(**args)
+    assert "my_rule" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("rules: [{name: a, label: ID, pattern: '(x'}]", "does not compile"),
+        ("rules: [{name: a, label: ID, pattern: 'x', validator: nope}]", "unknown validator"),
+        ("rules: [{name: a, label: ID, pattern: '{{MISSING}}'}]", "unknown fragment"),
+        ("rules: [{name: a, label: ID, pattern: 'x', colour: red}]", "unknown keys"),
+        ("rules: [{name: a, label: ID, pattern: 'x', flags: [NOPE]}]", "unknown regex flag"),
+        ("rules: [{name: a, label: ID, pattern: 'x'}, {name: a, label: ID, pattern: 'y'}]", "share"),
+        ("rules: [{name: a, label: ID}]", "needs a 'pattern'"),
+        ("nothing: here", "needs a 'rules' list"),
+        ("rules: [unclosed", "not valid YAML at line"),
+    ],
+)
+def test_bad_rule_file_names_file_and_rule(tmp_path, body: str, message: str) -> None:
+    path = tmp_path / "site_rules.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(RuleError, match=message) as info:
+        load_rules("en", path)
+    assert "site_rules.yaml" in str(info.value)
+
+
+def test_user_rule_file_with_fragments_and_flags(tmp_path) -> None:
+    path = tmp_path / "site.yaml"
+    path.write_text(
+        "fragments:\n  PFX: 'ACC'\n"
+        "rules:\n"
+        "  - {name: account, label: ACCOUNT, pattern: '\\b{{PFX}}-(\\d{6})\\b', group: 1,"
+        " flags: [IGNORECASE], score: 0.8}\n",
+        encoding="utf-8",
+    )
+    rules = load_rules("en", path)
+    assert rules.labels == ["ACCOUNT"]
+    assert rules.find("acc-123456 and ACC-654321") == [
+        Span(4, 10, "ACCOUNT", "rule:account", 0.8),
+        Span(19, 25, "ACCOUNT", "rule:account", 0.8),
+    ]
+    assert rules.get("account").pattern.flags & re.IGNORECASE
+
+
+def test_unknown_language_is_a_typed_error() -> None:
+    with pytest.raises(UnsupportedFormat, match="xx"):
+        load_rules("xx")
+
+
+def test_builtin_rules_cover_the_issue_labels(rules: RuleSet) -> None:
+    assert set(rules.labels) == {
+        "PHONE", "FAX", "MEDICALRECORD", "EMAIL", "IPADDR", "URL", "SSN", "ZIP", "DATE", "AGE",
+    }
+
+
+def test_error_messages_never_quote_note_text(rules: RuleSet) -> None:
+    # The rule set runs over text but only reports offsets; spans carry no text at all.
+    text = "Patient John Secret, MRN: 0123456"
+    for span in rules.find(text):
+        assert "John" not in repr(span)
