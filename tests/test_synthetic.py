@@ -230,12 +230,10 @@ def test_notes_of_a_patient_are_in_order(corpus):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_timeline_is_coherent(seed):
-    from faker import Faker
-
     from deid_core.synthetic import _make_patient
 
     t = load_templates("en")
-    patient = _make_patient(0, seed, t.lex, Faker("en_US"))
+    patient = _make_patient(0, seed, t.lex)
     kinds = list(KINDS) * 2
     timeline = _timeline(patient, kinds)
     previous_end = None
