@@ -39,7 +39,10 @@ _FLAG_NAMES = {
     "A": re.ASCII,
 }
 _FRAGMENT = re.compile(r"\{\{(\w+)\}\}")
-_RULE_KEYS = {"name", "label", "pattern", "score", "validator", "group", "flags", "description"}
+_RULE_KEYS = {
+    "name", "label", "pattern", "score", "validator", "group", "flags", "anchor", "description",
+}
+DEFAULT_WINDOW = (48, 40)  # characters searched before and after each anchor hit
 
 
 def parse_flags(value: Any, *, rule: str | None = None, path: str | None = None) -> int:
@@ -86,6 +89,10 @@ class Rule:
     group: int | str = 0
     flags: int = 0
     origin: str | None = None  # file the rule came from, for error messages
+    # A regex that every match of the rule contains (e.g. "\\d"). Rules that share
+    # an anchor are only searched in windows around its hits: one scan for the
+    # anchor replaces a scan of the whole note per rule.
+    anchor: re.Pattern[str] | None = None
 
     def __post_init__(self) -> None:
         where = {"rule": self.name or "<unnamed>", "path": self.origin}
@@ -123,6 +130,13 @@ class Rule:
             raise RuleError(f"unknown validator {self.validator!r} (known: {known})", **where)
         if pattern.match(""):
             raise RuleError("pattern matches the empty string", **where)
+        if isinstance(self.anchor, str):
+            try:
+                object.__setattr__(self, "anchor", re.compile(self.anchor))
+            except re.error as exc:
+                raise RuleError(f"anchor does not compile: {exc}", **where) from None
+        if self.anchor is not None and self.anchor.match(""):
+            raise RuleError("anchor matches the empty string", **where)
 
     @property
     def source(self) -> str:
@@ -132,18 +146,55 @@ class Rule:
     def check(self) -> Validator | None:
         return VALIDATORS[self.validator] if self.validator is not None else None
 
-    def find(self, text: str) -> Iterator[Span]:
-        """Yield this rule's validated matches as spans (empty PHI groups are skipped)."""
+    def find(self, text: str, windows: Iterable[tuple[int, int]] | None = None) -> Iterator[Span]:
+        """Yield this rule's validated matches as spans (empty PHI groups are skipped).
+
+        ``windows`` restricts the search to ``(start, end)`` regions; lookbehinds
+        and ``\\b`` still see the characters before a window.
+        """
         check = self.check
         group = self.group
         source = self.source
-        for match in self.pattern.finditer(text):
-            start, end = match.span(group)
-            if start < 0 or start >= end:
-                continue
-            if check is not None and not check(text[start:end], match):
-                continue
-            yield Span(start, end, self.label, source, self.score)
+        regions = ((0, len(text)),) if windows is None else windows
+        for lo, hi in regions:
+            for match in self.pattern.finditer(text, lo, hi):
+                start, end = match.span(group)
+                if start < 0 or start >= end:
+                    continue
+                if check is not None and not check(text[start:end], match):
+                    continue
+                yield Span(start, end, self.label, source, self.score)
+
+
+def anchor_windows(
+    text: str, anchor: re.Pattern[str], before: int, after: int
+) -> list[tuple[int, int]]:
+    """Merged regions around every hit of ``anchor``, widened to whitespace.
+
+    Widening to whitespace means no window ends inside a token, so a lookahead
+    such as ``(?!\\w)`` never mistakes a window edge for the end of a word.
+    """
+    n = len(text)
+    windows: list[list[int]] = []
+    for hit in anchor.finditer(text):
+        lo = max(0, hit.start() - before)
+        hi = min(n, hit.end() + after)
+        if windows and lo <= windows[-1][1]:
+            if hi > windows[-1][1]:
+                windows[-1][1] = hi
+        else:
+            windows.append([lo, hi])
+    out = []
+    for lo, hi in windows:
+        while lo > 0 and not text[lo - 1].isspace():
+            lo -= 1
+        while hi < n and not text[hi].isspace():
+            hi += 1
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def _expand_fragments(pattern: str, fragments: Mapping[str, str], *, rule: str, path: str | None) -> str:
@@ -167,7 +218,7 @@ def _expand_fragments(pattern: str, fragments: Mapping[str, str], *, rule: str, 
 class RuleSet:
     """An ordered, immutable collection of rules run together over a note."""
 
-    __slots__ = ("name", "lang", "rules", "origin", "_labels")
+    __slots__ = ("name", "lang", "rules", "origin", "window", "_labels", "_plan")
 
     def __init__(
         self,
@@ -176,11 +227,20 @@ class RuleSet:
         name: str = "rules",
         lang: str | None = None,
         origin: str | None = None,
+        window: tuple[int, int] = DEFAULT_WINDOW,
     ) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.name = name
         self.lang = lang
         self.origin = origin
+        self.window = (int(window[0]), int(window[1]))
+        if min(self.window) < 0:
+            raise RuleError("window sizes must not be negative", path=origin)
+        # Rules grouped by anchor, so each anchor is scanned once per note.
+        plan: dict[re.Pattern[str] | None, list[Rule]] = {}
+        for rule in self.rules:
+            plan.setdefault(rule.anchor, []).append(rule)
+        self._plan = list(plan.items())
         seen: set[str] = set()
         for rule in self.rules:
             if rule.name in seen:
@@ -204,20 +264,34 @@ class RuleSet:
                 return rule
         raise KeyError(name)
 
-    def find(self, text: str) -> list[Span]:
+    def find(self, text: str, *, use_anchors: bool = True) -> list[Span]:
         """All rules' matches, sorted; identical (start, end, label) keep the highest score.
 
         Overlapping matches of different rules are all returned: ``merge_spans``
-        resolves them with the CRF's spans in one place.
+        resolves them with the CRF's spans in one place. ``use_anchors=False``
+        scans the whole note for every rule (the reference the windows are
+        tested against).
         """
         best: dict[tuple[int, int, str], Span] = {}
-        for rule in self.rules:
-            for span in rule.find(text):
-                key = (span.start, span.end, span.label)
-                kept = best.get(key)
-                if kept is None or span.score > kept.score:
-                    best[key] = span
+        before, after = self.window
+        for anchor, rules in self._plan:
+            windows = None
+            if anchor is not None and use_anchors:
+                windows = anchor_windows(text, anchor, before, after)
+                if not windows:
+                    continue
+            for rule in rules:
+                spans = rule.find(text, windows)
+                self._keep_best(best, spans)
         return sort_spans(best.values())
+
+    @staticmethod
+    def _keep_best(best: dict[tuple[int, int, str], Span], spans: Iterable[Span]) -> None:
+        for span in spans:
+            key = (span.start, span.end, span.label)
+            kept = best.get(key)
+            if kept is None or span.score > kept.score:
+                best[key] = span
 
     @classmethod
     def from_dict(cls, raw: Any, *, origin: str | None = None) -> RuleSet:
@@ -239,6 +313,11 @@ class RuleSet:
             if not isinstance(pattern, str) or not pattern:
                 raise RuleError("a rule needs a 'pattern' string", rule=name, path=origin)
             pattern = _expand_fragments(pattern, fragments, rule=name, path=origin)
+            anchor = item.get("anchor")
+            if anchor is not None:
+                if not isinstance(anchor, str) or not anchor:
+                    raise RuleError("'anchor' must be a non-empty regex string", rule=name, path=origin)
+                anchor = _expand_fragments(anchor, fragments, rule=name, path=origin)
             rules.append(
                 Rule(
                     name=str(item.get("name") or ""),
@@ -249,13 +328,25 @@ class RuleSet:
                     group=item.get("group", 0),
                     flags=parse_flags(item.get("flags"), rule=name, path=origin),
                     origin=origin,
+                    anchor=anchor,  # type: ignore[arg-type]  # compiled in __post_init__
                 )
             )
+        window = raw.get("window", {}) or {}
+        if not isinstance(window, dict):
+            raise RuleError("'window' must be a mapping with 'before' and 'after'", path=origin)
+        try:
+            sizes = (
+                int(window.get("before", DEFAULT_WINDOW[0])),
+                int(window.get("after", DEFAULT_WINDOW[1])),
+            )
+        except (TypeError, ValueError):
+            raise RuleError("window sizes must be integers", path=origin) from None
         return cls(
             rules,
             name=str(raw.get("name", origin or "rules")),
             lang=raw.get("lang"),
             origin=origin,
+            window=sizes,
         )
 
     @classmethod

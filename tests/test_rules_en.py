@@ -267,3 +267,46 @@ def test_error_messages_never_quote_note_text(rules: RuleSet) -> None:
     text = "Patient John Secret, MRN: 0123456"
     for span in rules.find(text):
         assert "John" not in repr(span)
+
+
+def _all_table_texts() -> list[str]:
+    tables = [PHONE_FAX, MEDICAL_RECORD, EMAIL_IP_URL, SSN_ZIP, DATES, AGES]
+    return [text for table in tables for text, _ in table]
+
+
+@pytest.mark.parametrize("window", [(48, 40), (200, 120)])
+def test_anchor_windows_find_what_a_full_scan_finds(rules: RuleSet, window: tuple[int, int]) -> None:
+    """Windows are an optimisation only: same spans as scanning the whole note per rule."""
+    texts = _all_table_texts()
+    note = "\n".join(texts)  # one long note, so that windows merge and split
+    narrowed = RuleSet(rules.rules, window=window)
+    for text in [*texts, note]:
+        assert narrowed.find(text) == rules.find(text, use_anchors=False)
+
+
+def test_window_must_cover_the_cue(rules: RuleSet) -> None:
+    # With no room before the digits, "MRN:" falls outside the window: the window
+    # size is a contract of the rule file (cues within 48 characters of the anchor).
+    text = "MRN: A1234567"
+    assert RuleSet(rules.rules, window=(0, 0)).find(text) == []
+    assert [s.label for s in rules.find(text)] == ["MEDICALRECORD"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"anchor": "(x"}, "anchor does not compile"),
+        ({"anchor": "x*"}, "anchor matches the empty string"),
+    ],
+)
+def test_bad_anchor(kwargs: dict, message: str) -> None:
+    with pytest.raises(RuleError, match=message):
+        Rule("r", "ID", r"\d+", 0.9, **kwargs)
+
+
+def test_anchor_windows_widen_to_whitespace() -> None:
+    from deid_core.rules import anchor_windows
+
+    text = "alpha beta 12 gamma delta"
+    assert anchor_windows(text, re.compile(r"\d"), 2, 2) == [(6, 19)]
+    assert anchor_windows("no digits", re.compile(r"\d"), 5, 5) == []

@@ -182,3 +182,10 @@ def test_builtin_spanish_labels_are_meddocan() -> None:
 
     scheme = set(load_scheme("meddocan").names)
     assert set(load_rules("es").labels) <= scheme
+
+
+def test_anchor_windows_find_what_a_full_scan_finds(rules: RuleSet) -> None:
+    tables = [IDENTIFIERS, CONTACT, POSTAL, DATES, AGES]
+    texts = [text for table in tables for text, _ in table]
+    for text in [*texts, "\n".join(texts), " ".join(texts)]:
+        assert rules.find(text) == rules.find(text, use_anchors=False)
