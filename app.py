@@ -1,0 +1,49 @@
+"""deid-workbench: the Streamlit frame. Login gate, then the pages the user's role may open."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from deid_core.store.repository import list_projects
+from deid_core.ui.resources import engine
+from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
+
+st.set_page_config(page_title="deid-workbench", page_icon=":material/shield_person:", layout="wide")
+
+init_state(st.session_state)
+engine()  # upgrades the schema and creates the first admin before anyone signs in
+check_idle(st.session_state)
+user = current_user(st.session_state)
+
+if user is None:
+    nav = st.navigation([st.Page("pages/login.py", title="Sign in", icon=":material/login:")])
+else:
+    reviewer_pages = [
+        st.Page("pages/queue.py", title="Queue", icon=":material/list:", default=True),
+        st.Page("pages/review.py", title="Review", icon=":material/edit_note:"),
+        st.Page("pages/account.py", title="Account", icon=":material/person:"),
+    ]
+    admin_pages = [
+        st.Page("pages/bias.py", title="Bias", icon=":material/tune:"),
+        st.Page("pages/model.py", title="Model", icon=":material/model_training:"),
+        st.Page("pages/import.py", title="Import", icon=":material/upload_file:"),
+        st.Page("pages/users.py", title="Users", icon=":material/group:"),
+        st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    ]
+    sections = {"Review": reviewer_pages}
+    allowed_admin = [p for p in admin_pages if can_open(user, p.url_path)]
+    if allowed_admin:
+        sections["Admin"] = allowed_admin
+    nav = st.navigation(sections)
+    with st.sidebar:
+        st.caption(f"Signed in as **{user.username}** ({user.role})")
+        projects = [p.name for p in list_projects(engine())]
+        if projects:
+            if st.session_state.get("project") not in projects:
+                st.session_state["project"] = projects[0]
+            st.selectbox("Project", projects, key="project")
+        if st.button("Sign out", icon=":material/logout:", key="sign_out"):
+            sign_out(st.session_state, "Signed out.")
+            st.rerun()
+
+nav.run()

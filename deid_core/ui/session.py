@@ -54,6 +54,7 @@ class SessionUser:
 def _defaults() -> dict[str, Any]:
     return {
         "user": None,  # SessionUser | None
+        "project": None,  # name of the project being worked on
         "last_seen": None,  # float seconds
         "flash": [],  # (kind, message) shown once on the next run
         "drafts": {},  # doc id -> EditState: unsaved edits survive reruns

@@ -1,0 +1,123 @@
+"""Queue and workflow helpers the pages call: table rows, patient notes, re-prediction.
+
+The two read-only queries here (latest prediction summary per note, notes of
+one patient) fill gaps the repository API leaves for display purposes; they
+return plain values, never ORM objects or note text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from deid_core.store import repository as repo
+from deid_core.store.engine import read_session
+from deid_core.store.models import DocumentRow, PredictionRow
+from deid_core.store.repository import PredictionInput, QueueRow
+
+Progress = Callable[[str, float], None]
+
+QUEUE_ORDERS = {
+    "logprob": "Least confident first (document log-probability)",
+    "logprob_norm": "Least confident per token first",
+    "id": "Import order",
+}
+
+
+def prediction_summaries(engine: Engine, doc_ids: Iterable[int]) -> dict[int, tuple[int, str]]:
+    """Number of predicted spans and model version of each note's latest prediction."""
+    ids = list(doc_ids)
+    if not ids:
+        return {}
+    with read_session(engine) as s:
+        latest = (
+            select(PredictionRow.document_id, func.max(PredictionRow.id).label("pid"))
+            .where(PredictionRow.document_id.in_(ids))
+            .group_by(PredictionRow.document_id)
+            .subquery()
+        )
+        rows = s.execute(
+            select(PredictionRow.document_id, PredictionRow.spans, PredictionRow.model_version)
+            .join(latest, PredictionRow.id == latest.c.pid)
+        ).all()
+    return {int(d): (len(spans or []), str(v)) for d, spans, v in rows}
+
+
+def patient_document_ids(engine: Engine, project_id: int, patient_id: str) -> list[int]:
+    with read_session(engine) as s:
+        return [
+            int(i)
+            for i in s.scalars(
+                select(DocumentRow.id)
+                .where(DocumentRow.project_id == project_id, DocumentRow.patient_id == patient_id)
+                .order_by(DocumentRow.id)
+            )
+        ]
+
+
+def queue_table(rows: Sequence[QueueRow], summaries: dict[int, tuple[int, str]]) -> list[dict[str, Any]]:
+    """One dict per row for ``st.dataframe``: ids, numbers and names only."""
+    out = []
+    for r in rows:
+        n_spans, version = summaries.get(r.doc_id, (None, None))
+        out.append(
+            {
+                "id": r.doc_id,
+                "note": r.external_id,
+                "status": r.status,
+                "log P": None if r.logprob is None else round(r.logprob, 2),
+                "log P / token": None if r.logprob_norm is None else round(r.logprob_norm, 4),
+                "PHI spans": n_spans,
+                "chars": r.n_chars,
+                "model": version,
+                "assigned to": r.assigned_to,
+                "last reviewer": r.updated_by if r.status == "reviewed" else None,
+                "patient": r.patient_id,
+            }
+        )
+    return out
+
+
+def progress_numbers(counts: dict[str, int]) -> tuple[int, int]:
+    """(reviewed, total), skipped notes counting as not reviewed."""
+    total = sum(counts.values())
+    return counts.get("reviewed", 0), total
+
+
+def predict_unreviewed(
+    engine: Engine,
+    project: str,
+    model: Any,
+    *,
+    model_version: str,
+    model_version_id: int | None,
+    bias: float,
+    progress: Progress | None = None,
+    batch_size: int = 100,
+) -> int:
+    """Re-predict every unreviewed note with ``model`` at ``bias`` and store it (chunked)."""
+    total = repo.count_documents(engine, project, statuses=repo.UNREVIEWED)
+    done = 0
+
+    def items() -> Any:
+        nonlocal done
+        for doc_id, doc in repo.unreviewed_documents(engine, project, batch_size=batch_size):
+            pred = model.predict(doc, bias=bias)
+            done += 1
+            if progress is not None and total:
+                progress(f"predicted {done} of {total} notes", min(done / total, 1.0) * 0.99)
+            yield PredictionInput(
+                doc_id, tuple(pred.spans), model_version, float(pred.logprob),
+                float(pred.logprob_per_token), int(pred.n_tokens), float(bias), model_version_id,
+            )
+
+    # Materialise first: the reader streams in its own transactions, and SQLite
+    # would otherwise hold a read open while the writer commits chunks.
+    pending = list(items())
+    n = repo.record_predictions(engine, pending, total=len(pending))
+    if progress is not None:
+        progress(f"stored {n} predictions", 1.0)
+    return n

@@ -1,0 +1,138 @@
+"""Process-wide resources for the app, and the page guard every page starts with.
+
+``st.cache_resource`` holds only thread-safe objects without PHI: the database
+engine and loaded models (weights, no notes). Everything per user lives in
+``st.session_state`` (see :mod:`deid_core.ui.session`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from deid_core.errors import AlreadyExists
+from deid_core.ui.session import (
+    SessionUser,
+    can_open,
+    check_idle,
+    current_user,
+    init_state,
+    take_flash,
+)
+
+log = logging.getLogger(__name__)
+
+FIRST_ADMIN = "admin"
+
+
+@st.cache_resource(show_spinner=False)
+def get_engine(url: str | None) -> Engine:
+    from deid_core.store.engine import open_store
+
+    engine = open_store(url)
+    ensure_first_admin(engine)
+    return engine
+
+
+def database_url() -> str | None:
+    return os.environ.get("DEID_DATABASE_URL") or None
+
+
+def engine() -> Engine:
+    return get_engine(database_url())
+
+
+def ensure_first_admin(engine: Engine, *, out: Any = None) -> str | None:
+    """On an empty user table create ``admin`` with a random password, printed once.
+
+    The password goes to the terminal that started the app, never to a log
+    file or the database (only its argon2 hash is stored).
+    """
+    from deid_core.store.users import create_user, list_users
+
+    if list_users(engine):
+        return None
+    password = secrets.token_urlsafe(12)
+    try:
+        create_user(engine, FIRST_ADMIN, password, role="admin", actor="system")
+    except AlreadyExists:
+        return None  # another process won the race and printed its own password
+    stream = out if out is not None else sys.stdout
+    print(
+        "\n  deid-workbench: created the first admin account\n"
+        f"    username: {FIRST_ADMIN}\n    password: {password}\n"
+        "  (shown once; change it on the Account page)\n",
+        file=stream,
+        flush=True,
+    )
+    return password
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_model(path: str, mtime: float) -> Any:
+    """A loaded ``DeidModel``; ``mtime`` in the key reloads a directory that changed."""
+    from deid_core.model import DeidModel
+
+    return DeidModel.load(path)
+
+
+def model_at(path: str) -> Any:
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        mtime = 0.0
+    return load_model(path, mtime)
+
+
+@dataclass(frozen=True)
+class PageContext:
+    engine: Engine
+    user: SessionUser
+    project: Any  # ProjectInfo | None
+
+    def need_project(self) -> Any:
+        if self.project is None:
+            st.info("There is no project yet. An admin creates one on the Import page.")
+            st.stop()
+        return self.project
+
+
+def current_project(engine: Engine) -> Any:
+    """The project picked in the sidebar (the first one by name until one is picked)."""
+    from deid_core.store.repository import list_projects
+
+    projects = list_projects(engine)
+    if not projects:
+        return None
+    wanted = st.session_state.get("project")
+    for p in projects:
+        if p.name == wanted:
+            return p
+    st.session_state["project"] = projects[0].name
+    return projects[0]
+
+
+def guard(page: str) -> PageContext:
+    """Start of every page: state set up, idle timeout, role check, flashed messages."""
+    state = st.session_state
+    init_state(state)
+    check_idle(state)
+    user = current_user(state)
+    if user is None:
+        st.warning("Please sign in.")
+        st.stop()
+    if not can_open(user, page):
+        log.warning("user %s refused page %s (role %s)", user.username, page, user.role)
+        st.error("This page is for administrators.")
+        st.stop()
+    for kind, message in take_flash(state):
+        getattr(st, kind if kind in ("info", "success", "warning", "error") else "info")(message)
+    eng = engine()
+    return PageContext(eng, user, current_project(eng))

@@ -1,0 +1,30 @@
+"""Account: change one's own password."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from deid_core.errors import DeidError
+from deid_core.store.users import authenticate, reset_password
+from deid_core.ui.resources import guard
+
+ctx = guard("account")
+st.title("Account")
+st.write(f"Signed in as **{ctx.user.username}** with the role **{ctx.user.role}**.")
+
+with st.form("change_password", clear_on_submit=True):
+    old = st.text_input("Current password", type="password", key="old_password")
+    new = st.text_input("New password (8 characters or more)", type="password", key="new_password")
+    again = st.text_input("New password again", type="password", key="new_password_again")
+    if st.form_submit_button("Change password", type="primary"):
+        if new != again:
+            st.error("The two new passwords differ.")
+        elif authenticate(ctx.engine, ctx.user.username, old) is None:
+            st.error("The current password is wrong.")
+        else:
+            try:
+                reset_password(ctx.engine, ctx.user.username, new, actor=ctx.user.username)
+            except DeidError as exc:
+                st.error(str(exc))
+            else:
+                st.success("Password changed.")

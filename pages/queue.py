@@ -1,0 +1,87 @@
+"""Queue: least confident notes first, filters, progress, and "Review next"."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from deid_core.store import repository as repo
+from deid_core.ui.queue import QUEUE_ORDERS, prediction_summaries, progress_numbers, queue_table
+from deid_core.ui.resources import guard
+
+ctx = guard("queue")
+project = ctx.need_project()
+st.title("Review queue")
+
+counts = repo.status_counts(ctx.engine, project.name)
+reviewed, total = progress_numbers(counts)
+st.progress(reviewed / total if total else 0.0, text=f"{reviewed} of {total} notes reviewed")
+
+strategy = project.settings.get("strategy")
+orders = dict(QUEUE_ORDERS)
+if strategy:
+    orders = {f"strategy:{strategy}": f"Active learning: {strategy}", **orders}
+
+left, mid, right = st.columns([2, 2, 1])
+order = left.selectbox("Order", list(orders), format_func=orders.get, key="queue_order")
+statuses = mid.multiselect(
+    "Status", ["new", "in_review", "reviewed", "skipped"], default=["new", "in_review"],
+    key="queue_status",
+)
+mine = right.toggle("Only mine", key="queue_mine")
+reviewer = ctx.user.username if mine else None
+rows = repo.review_queue(
+    ctx.engine, project.name, order=order, statuses=statuses or ["new"], assigned_to=reviewer,
+    limit=200,
+)
+table = queue_table(rows, prediction_summaries(ctx.engine, [r.doc_id for r in rows]))
+by_reviewer = sorted({str(t["last reviewer"] or t["assigned to"]) for t in table
+                      if t["last reviewer"] or t["assigned to"]})
+if by_reviewer:
+    who = st.multiselect("Reviewer", by_reviewer, key="queue_reviewer")
+    if who:
+        table = [t for t in table if (t["last reviewer"] or t["assigned to"]) in who]
+
+c1, c2 = st.columns([1, 4])
+if c1.button("Review next", type="primary", icon=":material/play_arrow:", key="review_next"):
+    claim_order = order if not order.startswith("strategy:") else "logprob"
+    layers = repo.claim_next(ctx.engine, project.name, ctx.user.username, order=claim_order)
+    if layers is None:
+        st.info("Nothing left to review.")
+    else:
+        st.session_state["current_doc"] = layers.doc_id
+        st.switch_page("pages/review.py")
+c2.caption(
+    "Review next takes the least confident unassigned note and assigns it to you, so two"
+    " reviewers never get the same note."
+)
+
+if table:
+    frame = pd.DataFrame(table)
+    event = st.dataframe(
+        frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+        key="queue_table",
+        column_config={
+            "log P": st.column_config.NumberColumn(help="Document log-probability (lower = less sure)"),
+            "log P / token": st.column_config.NumberColumn(help="Length-normalised log-probability"),
+        },
+    )
+    picked = event.selection.rows if event is not None else []
+    if picked:
+        doc_id = int(frame.iloc[picked[0]]["id"])
+        if st.button(f"Open note {frame.iloc[picked[0]]['note']}", key="open_picked"):
+            st.session_state["current_doc"] = doc_id
+            st.switch_page("pages/review.py")
+else:
+    st.info("No notes match these filters.")
+
+with st.expander("Queue progress by status"):
+    chart = pd.DataFrame([{"status": k, "notes": v} for k, v in counts.items()])
+    st.altair_chart(
+        alt.Chart(chart).mark_bar().encode(
+            x=alt.X("notes:Q"), y=alt.Y("status:N", sort=["reviewed", "in_review", "new", "skipped"]),
+            color=alt.Color("status:N", legend=None),
+        ).properties(height=140),
+        width="stretch",
+    )
