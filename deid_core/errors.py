@@ -120,3 +120,8 @@ class PermissionDenied(DeidError, PermissionError):
 class LeakDetected(DeidError):
     """An export whose output still contains original PHI strings; the report names
     documents, offsets and labels, never the strings."""
+
+
+class ExportRefused(DeidError):
+    """An export that would go beyond its confirmed scope (unreviewed documents without
+    confirmation) or overwrite an existing export; nothing is written."""
