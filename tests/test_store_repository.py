@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -318,7 +319,9 @@ def test_audit_never_holds_note_text(store, project) -> None:  # type: ignore[no
     assert "Alex" not in dumped and "Moss" not in dumped
 
 
-def test_user_deactivation_and_deletion_keep_work(store, project) -> None:  # type: ignore[no-untyped-def]
+def test_user_deactivation_and_deletion_keep_work(store, project, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(users, "_HASHER", PasswordHasher(time_cost=1, memory_cost=1024,
+                                                         parallelism=1))
     users.create_user(store, "alice", "correct horse", role="reviewer", actor="admin")
     repo.import_documents(store, project, notes(1))
     doc_id = repo.find_document(store, project, "n0")

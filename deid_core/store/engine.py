@@ -82,7 +82,7 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def _alembic_config(connection: Connection | None = None) -> Any:
+def alembic_config(connection: Connection | None = None) -> Any:
     from alembic.config import Config
 
     cfg = Config()
@@ -95,7 +95,7 @@ def _alembic_config(connection: Connection | None = None) -> Any:
 def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -119,7 +119,7 @@ def upgrade_schema(engine: Engine, revision: str = "head") -> None:
         with conn.begin():
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(727274)"))
-            command.upgrade(_alembic_config(conn), revision)
+            command.upgrade(alembic_config(conn), revision)
 
 
 def open_store(url: str | None = None, *, upgrade: bool = True, **kwargs: Any) -> Engine:
