@@ -95,7 +95,9 @@ class InMemorySurrogateMapping:
         for entry in entries:
             old = self._by_key.get(entry.key)
             if old is not None:
-                if old.surrogate != entry.surrogate:
+                # Surrogates copy the original's case and spacing, so one key
+                # ("smith") may be written "Cole" and "COLE": compare folded.
+                if normalise(old.surrogate) != normalise(entry.surrogate):
                     raise MappingConflict(
                         f"mapping key {entry.key[:12]}... ({entry.kind}) already maps to another"
                         " surrogate: was the project secret or the Faker version changed?"

@@ -1,0 +1,346 @@
+"""Export a reviewed corpus as de-identified files, with a manifest and a leak check.
+
+The export is all or nothing: documents are de-identified and leak-checked in
+memory, every file is written into a staging folder beside the target, and the
+folder is renamed into place only when all files and the manifest exist. A
+failed export leaves no half-written corpus behind, and an existing export is
+never overwritten.
+
+Scope: only reviewed documents by default. Documents that were never
+reviewed carry model predictions only; including them needs both
+``include_unreviewed`` and an explicit ``confirm_unreviewed`` and is recorded
+in the manifest.
+
+Formats (any combination):
+
+==============  ==============================================================
+``txt``         ``texts/<id>.txt``, the de-identified notes
+``txt-zip``     ``texts.zip`` with the same files
+``jsonl``       ``corpus.jsonl`` in the shared format, spans over the new text;
+                ``offset_maps.jsonl`` links each document to the original
+                offsets (it reveals the original span lengths: share it only
+                with those who hold the originals)
+``brat``        ``brat/<id>.txt`` + ``.ann``
+``i2b2``        ``i2b2/<id>.xml`` (i2b2 2014 XML)
+``conll``       ``corpus.conll`` (BIO)
+``docbin``      ``corpus.spacy`` (spaCy ``DocBin``)
+``spans-csv``   ``spans.csv`` with provenance (source, author, model version)
+==============  ==============================================================
+
+Every export also writes ``leak_report.json`` and ``manifest.json`` (counts
+per label and operator, model versions, bias, reviewers, date, operators,
+secret fingerprint, and a sha256 of every other file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Literal
+
+from deid_core.corpus import atomic_write_text, write_jsonl
+from deid_core.errors import CorpusFormatError, ExportRefused, LeakDetected, UnsupportedFormat
+from deid_core.formats import safe_file_stem, write_brat, write_i2b2_xml
+from deid_core.formats.conll import write_conll
+from deid_core.formats.docbin import write_docbin
+from deid_core.formats.spans_csv import write_spans_csv
+from deid_core.leakcheck import LeakReport, check_deidentified
+from deid_core.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.spans import Document
+from deid_core.surrogate_map import SurrogateMapping, secret_fingerprint
+
+FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
+MANIFEST_VERSION = 1
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class ExportItem:
+    """One document to export: its original text with the spans to replace."""
+
+    doc: Document
+    reviewed: bool = True
+    patient_key: str | None = None
+    reviewers: tuple[str, ...] = ()
+    model_version: str | None = None
+    bias: float | None = None
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    operators: OperatorConfig = field(default_factory=OperatorConfig)
+    formats: tuple[str, ...] = ("jsonl",)
+    include_unreviewed: bool = False
+    leak_scope: Literal["document", "corpus"] = "document"
+    allow_leaks: bool = False  # write anyway when the leak check fails (recorded)
+
+    def __post_init__(self) -> None:
+        bad = [f for f in self.formats if f not in FORMATS]
+        if bad or not self.formats:
+            raise UnsupportedFormat(
+                f"unknown export format(s) {', '.join(bad) or '(none)'}: use {', '.join(FORMATS)}"
+            )
+        object.__setattr__(self, "formats", tuple(dict.fromkeys(self.formats)))
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    manifest: dict[str, Any]
+    leak_report: LeakReport
+    documents: list[DeidentifiedDocument]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:  # pragma: no cover - installed in every supported setup
+        return None
+
+
+def select_scope(
+    items: Sequence[ExportItem], *, include_unreviewed: bool, confirm_unreviewed: bool
+) -> tuple[list[ExportItem], dict[str, Any]]:
+    """The documents an export may contain, and the scope record for the manifest."""
+    unreviewed = [i for i in items if not i.reviewed]
+    if include_unreviewed and unreviewed and not confirm_unreviewed:
+        raise ExportRefused(
+            f"{len(unreviewed)} unreviewed document(s) carry model predictions only;"
+            " confirm explicitly to include them"
+        )
+    chosen = [i for i in items if i.reviewed or include_unreviewed]
+    scope = {
+        "reviewed_only": not include_unreviewed,
+        "include_unreviewed": include_unreviewed,
+        "unreviewed_confirmed": bool(include_unreviewed and confirm_unreviewed),
+        "reviewed_documents": sum(1 for i in chosen if i.reviewed),
+        "unreviewed_documents": sum(1 for i in chosen if not i.reviewed),
+        "skipped_unreviewed": 0 if include_unreviewed else len(unreviewed),
+    }
+    return chosen, scope
+
+
+def _check_target(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ExportRefused(f"{out_dir}: exists and is not an empty folder; choose a new one")
+
+
+def _write_files(
+    stage: Path,
+    formats: Sequence[str],
+    docs: list[Document],
+    results: list[DeidentifiedDocument],
+    lang: str,
+) -> dict[str, Any]:
+    stats: dict[str, Any] = {}
+    stems = [safe_file_stem(d.id) for d in docs]
+    if len(set(stems)) != len(stems):
+        dup = next(s for s in stems if stems.count(s) > 1)
+        raise CorpusFormatError(f"two document ids map to the file name {dup!r}")
+    if "txt" in formats:
+        for doc, stem in zip(docs, stems):
+            atomic_write_text(stage / "texts" / f"{stem}.txt", lambda fh, t=doc.text: fh.write(t.encode("utf-8")), mode="wb")
+    if "txt-zip" in formats:
+        with zipfile.ZipFile(stage / "texts.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for doc, stem in zip(docs, stems):
+                info = zipfile.ZipInfo(f"{stem}.txt", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, doc.text.encode("utf-8"))
+    if "jsonl" in formats:
+        write_jsonl(stage / "corpus.jsonl", docs)
+
+        def write_maps(fh: Any) -> None:
+            for r in results:
+                fh.write(json.dumps({"id": r.doc_id, "offset_map": r.offset_map.to_dict()}) + "\n")
+
+        atomic_write_text(stage / "offset_maps.jsonl", write_maps)
+    if "brat" in formats:
+        for doc in docs:
+            write_brat(doc, stage / "brat")
+    if "i2b2" in formats:
+        for doc, stem in zip(docs, stems):
+            xml = write_i2b2_xml(doc)
+            atomic_write_text(stage / "i2b2" / f"{stem}.xml", lambda fh, x=xml: fh.write(x.encode("utf-8")), mode="wb")
+    if "conll" in formats:
+        stats["conll"] = vars(write_conll(stage / "corpus.conll", docs, lang=lang))
+    if "docbin" in formats:
+        stats["docbin"] = vars(write_docbin(stage / "corpus.spacy", docs, lang=lang))
+    if "spans-csv" in formats:
+        ops = {r.doc_id: [d.operator for d in r.decisions] for r in results}
+        stats["spans_csv"] = {"rows": write_spans_csv(stage / "spans.csv", docs, ops)}
+    return stats
+
+
+def build_manifest(
+    items: Sequence[ExportItem],
+    results: Sequence[DeidentifiedDocument],
+    *,
+    config: ExportConfig,
+    secret: bytes,
+    scope: dict[str, Any],
+    leak: LeakReport,
+    files: dict[str, dict[str, Any]],
+    format_stats: dict[str, Any],
+    collisions: int | None,
+    project: str | None,
+    actor: str | None,
+    created_at: str,
+) -> dict[str, Any]:
+    labels: Counter[str] = Counter()
+    operators: dict[str, Counter[str]] = {}
+    statuses: Counter[str] = Counter()
+    for r in results:
+        for d in r.decisions:
+            labels[d.original.label] += 1
+            operators.setdefault(d.original.label, Counter())[d.operator] += 1
+            statuses[d.status] += 1
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "created_at": created_at,
+        "project": project,
+        "actor": actor,
+        "tool": {
+            "deid_workbench": _package_version("deid-workbench"),
+            "faker": _package_version("faker"),
+            "spacy": _package_version("spacy"),
+        },
+        "scope": scope,
+        "documents": len(results),
+        "patients": len({r.patient_key for r in results if r.patient_key is not None}),
+        "spans": sum(labels.values()),
+        "spans_per_label": dict(sorted(labels.items())),
+        "operators_per_label": {k: dict(sorted(v.items())) for k, v in sorted(operators.items())},
+        "span_status": dict(sorted(statuses.items())),
+        "model_versions": sorted({i.model_version for i in items if i.model_version}),
+        "bias": sorted({i.bias for i in items if i.bias is not None}),
+        "reviewers": sorted({r for i in items for r in i.reviewers}),
+        "operators": config.operators.to_dict(),
+        "secret_fingerprint": secret_fingerprint(secret),
+        "surrogate_collisions": collisions,
+        "formats": list(config.formats),
+        "format_stats": format_stats,
+        "leak_check": {k: v for k, v in leak.to_dict().items() if k != "hits"},
+        "allow_leaks": config.allow_leaks,
+        "files": files,
+    }
+
+
+def export_corpus(
+    items: Sequence[ExportItem],
+    out_dir: str | os.PathLike[str],
+    *,
+    config: ExportConfig,
+    secret: bytes,
+    mapping: SurrogateMapping | None = None,
+    confirm_unreviewed: bool = False,
+    project: str | None = None,
+    actor: str | None = None,
+    progress: Progress | None = None,
+    audit: Callable[[dict[str, Any]], None] | None = None,
+) -> ExportResult:
+    """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
+
+    Raises ``ExportRefused`` (scope not confirmed, target not empty) before any
+    work, and ``LeakDetected`` (after writing only ``leak_report.json`` beside
+    the target, never the corpus) when the leak check fails and
+    ``config.allow_leaks`` is false. ``audit``, if given, receives the
+    manifest summary once the export is in place (the store records it as an
+    audit event).
+    """
+    target = Path(out_dir)
+    _check_target(target)
+    chosen, scope = select_scope(
+        items, include_unreviewed=config.include_unreviewed, confirm_unreviewed=confirm_unreviewed
+    )
+    report = progress or (lambda _m, _f: None)
+    ops = config.operators
+    gen = ops.generator(secret)
+    results: list[DeidentifiedDocument] = []
+    n = max(1, len(chosen))
+    for k, item in enumerate(chosen):
+        results.append(
+            deidentify_document(
+                item.doc, item.doc.spans, config=ops, secret=secret,
+                patient_key=item.patient_key, mapping=mapping, generator=gen,
+            )
+        )
+        if k % 25 == 0:
+            report("de-identifying", 0.7 * k / n)
+    report("checking for leaks", 0.7)
+    leak = check_deidentified(
+        [(i.doc, r) for i, r in zip(chosen, results)], lang=ops.lang, scope=config.leak_scope
+    )
+    if not leak.ok and not config.allow_leaks:
+        leak_path = target.parent / f"{target.name}.leak_report.json"
+        atomic_write_text(leak_path, lambda fh: json.dump(leak.to_dict(), fh, indent=1))
+        raise LeakDetected(
+            f"{len(leak.leaks)} original PHI string(s) found in the output of"
+            f" {len({h.doc_id for h in leak.leaks})} document(s); nothing exported."
+            f" Hits (document, offset, label) are in {leak_path}"
+        )
+    out_docs = []
+    for item, r in zip(chosen, results):
+        doc = r.to_document()
+        extra: dict[str, Any] = {"reviewed": item.reviewed}
+        if item.model_version:
+            extra["model_version"] = item.model_version
+        out_docs.append(doc.with_meta(**extra))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    try:
+        report("writing files", 0.8)
+        format_stats = _write_files(stage, config.formats, out_docs, results, ops.lang)
+        atomic_write_text(stage / "leak_report.json", lambda fh: json.dump(leak.to_dict(), fh, indent=1))
+        files = {
+            p.relative_to(stage).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+            for p in sorted(stage.rglob("*"))
+            if p.is_file()
+        }
+        collisions = len(mapping.collisions()) if mapping is not None else None
+        manifest = build_manifest(
+            chosen, results, config=config, secret=secret, scope=scope, leak=leak, files=files,
+            format_stats=format_stats, collisions=collisions, project=project, actor=actor,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        atomic_write_text(stage / "manifest.json", lambda fh: json.dump(manifest, fh, indent=1, sort_keys=True))
+        _check_target(target)
+        if target.exists():
+            target.rmdir()
+        os.replace(stage, target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    report("done", 1.0)
+    if audit is not None:
+        audit({k: manifest[k] for k in ("created_at", "documents", "spans", "formats", "scope", "leak_check", "secret_fingerprint")} | {"path": str(target)})
+    return ExportResult(target, manifest, leak, results)
+
+
+def verify_manifest(path: str | os.PathLike[str]) -> list[str]:
+    """Files whose checksum no longer matches the manifest (empty when intact)."""
+    root = Path(path)
+    manifest = json.loads((root / "manifest.json").read_text("utf-8"))
+    bad = []
+    for rel, info in manifest["files"].items():
+        p = root / rel
+        if not p.is_file() or _sha256(p) != info["sha256"]:
+            bad.append(rel)
+    return bad
