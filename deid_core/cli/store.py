@@ -1,0 +1,246 @@
+"""Store commands for pipelines: projects, imports, users, schema.
+
+``project create|list``, ``import``, ``users add|list|deactivate|activate|reset-password``
+and ``db upgrade|info``. Every command opens the store through ``open_store``,
+which upgrades the schema first. The database URL comes from ``--db``,
+``DEID_DATABASE_URL``, the config file, or the per-user SQLite default.
+Output names counts, ids, files and lines, never note text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from collections.abc import Callable
+from typing import Any
+
+ANNOTATION_HELP = (
+    "what to do with spans in the files: gold = the reviewed layer (status reviewed),"
+    " predictions = a prediction to review, none = ignore them (default: none)"
+)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="database URL (default: $DEID_DATABASE_URL, the config file, or a"
+                        " per-user SQLite file)")
+    p.add_argument("--actor", default=None,
+                   help="name recorded in the audit trail (default: the OS user)")
+
+
+def _actor(args: argparse.Namespace) -> str:
+    if args.actor:
+        return str(args.actor)
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - no user name available (containers)
+        return "cli"
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    from deid_core.store import open_store
+
+    return open_store(args.db)
+
+
+def tqdm_progress(desc: str) -> tuple[Callable[[str, float], None], Callable[[], None]]:
+    """A ``progress(message, fraction)`` callback drawing a tqdm bar on stderr, and its closer."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=100, desc=desc, unit="%", file=sys.stderr, leave=False,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+
+    def progress(message: str, fraction: float) -> None:
+        bar.n = round(100 * max(0.0, min(1.0, fraction)))
+        bar.set_postfix_str(message, refresh=False)
+        bar.refresh()
+
+    return progress, bar.close
+
+
+def register(subparsers: Any) -> None:
+    # project
+    p = subparsers.add_parser("project", help="create and list annotation projects")
+    sub = p.add_subparsers(dest="project_command", metavar="ACTION")
+    c = sub.add_parser("create", help="create a project")
+    c.add_argument("name")
+    c.add_argument("--lang", choices=("en", "es"), default="en")
+    c.add_argument("--scheme", default="i2b2_2014",
+                   help="label scheme: i2b2_2014, meddocan, presidio_synth or a YAML path")
+    c.add_argument("--bias", type=float, default=0.0, help="initial O-label bias")
+    _common(c)
+    c.set_defaults(func=run_project_create)
+    ls = sub.add_parser("list", help="list projects with document counts")
+    _common(ls)
+    ls.set_defaults(func=run_project_list)
+    p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
+
+    # import
+    i = subparsers.add_parser(
+        "import", help="import notes into a project (one all-or-nothing batch)",
+        description="Import notes as one transaction: any error stores nothing. Notes whose"
+                    " text is already in the project (same sha256) are skipped and listed.")
+    i.add_argument("--project", required=True)
+    i.add_argument("--format", required=True, choices=("jsonl", "txt", "csv", "brat", "i2b2"))
+    i.add_argument("--annotations", choices=("gold", "predictions", "none"), default="none",
+                   help=ANNOTATION_HELP)
+    i.add_argument("--text-column", default="text", help="CSV: column holding the note")
+    i.add_argument("--id-column", default=None, help="CSV: column holding the note id")
+    i.add_argument("--patient-column", default=None, help="CSV: column holding the patient id")
+    i.add_argument("--delimiter", default=",", help="CSV: field delimiter")
+    i.add_argument("--quiet", action="store_true", help="no progress bar")
+    i.add_argument("paths", nargs="+", metavar="PATH")
+    _common(i)
+    i.set_defaults(func=run_import)
+
+    # users
+    u = subparsers.add_parser("users", help="manage reviewer and admin accounts")
+    us = u.add_subparsers(dest="users_command", metavar="ACTION")
+    a = us.add_parser("add", help="create an account (password from a prompt or stdin)")
+    a.add_argument("name")
+    a.add_argument("--role", choices=("admin", "reviewer"), default="reviewer")
+    a.add_argument("--password-stdin", action="store_true",
+                   help="read the password from the first line of stdin")
+    _common(a)
+    a.set_defaults(func=run_users_add)
+    ul = us.add_parser("list", help="list accounts")
+    _common(ul)
+    ul.set_defaults(func=run_users_list)
+    for name, active in (("deactivate", False), ("activate", True)):
+        d = us.add_parser(name, help=f"{name} an account (their work is always kept)")
+        d.add_argument("name")
+        _common(d)
+        d.set_defaults(func=run_users_set_active, active=active)
+    r = us.add_parser("reset-password", help="set a new password")
+    r.add_argument("name")
+    r.add_argument("--password-stdin", action="store_true")
+    _common(r)
+    r.set_defaults(func=run_users_reset)
+    u.set_defaults(func=lambda _a: (u.print_help(), 2)[1])
+
+    # db
+    db = subparsers.add_parser("db", help="database schema: upgrade, info")
+    ds = db.add_subparsers(dest="db_command", metavar="ACTION")
+    up = ds.add_parser("upgrade", help="run migrations up to the latest revision")
+    _common(up)
+    up.set_defaults(func=run_db_upgrade)
+    inf = ds.add_parser("info", help="show the database URL (password hidden) and revision")
+    _common(inf)
+    inf.set_defaults(func=run_db_info)
+    db.set_defaults(func=lambda _a: (db.print_help(), 2)[1])
+
+
+def run_project_create(args: argparse.Namespace) -> int:
+    from deid_core.store.repository import create_project
+
+    info = create_project(_engine(args), args.name, lang=args.lang, scheme=args.scheme,
+                          settings={"bias": args.bias}, actor=_actor(args))
+    print(f"created project {info.name!r} (lang {info.lang}, scheme {info.scheme})")
+    return 0
+
+
+def run_project_list(args: argparse.Namespace) -> int:
+    from deid_core.store.repository import list_projects, status_counts
+
+    engine = _engine(args)
+    projects = list_projects(engine)
+    if not projects:
+        print("no projects")
+    for p in projects:
+        counts = status_counts(engine, p.name)
+        summary = ", ".join(f"{k} {v}" for k, v in counts.items())
+        print(f"{p.name}\t{p.lang}\t{p.scheme}\t{summary}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from deid_core.store.importers import import_paths
+
+    engine = _engine(args)
+    progress, close = (None, lambda: None) if args.quiet else tqdm_progress("import")
+    try:
+        result = import_paths(
+            engine, args.project, args.paths, fmt=args.format, annotations=args.annotations,
+            text_column=args.text_column, id_column=args.id_column,
+            patient_column=args.patient_column, delimiter=args.delimiter,
+            actor=_actor(args), progress=progress,
+        )
+    finally:
+        close()
+    print(f"imported {result.n_imported} notes ({result.n_spans} spans as {args.annotations})"
+          f" into {args.project!r}, batch {result.batch_id}")
+    print(f"skipped {result.n_duplicates} duplicates (same text already in the project)")
+    for dup in result.duplicates[:50]:
+        print(f"  duplicate: {dup.external_id} = {dup.existing_external_id}")
+    if result.n_duplicates > 50:
+        print(f"  ... and {result.n_duplicates - 50} more")
+    print("errors: 0")
+    return 0
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    from deid_core.errors import StoreError
+
+    if args.password_stdin:
+        line = sys.stdin.readline()
+        return line.rstrip("\r\n")
+    if not sys.stdin.isatty():
+        raise StoreError("no terminal to prompt for a password: use --password-stdin")
+    first = getpass.getpass("password: ")
+    if first != getpass.getpass("again: "):
+        raise StoreError("the two passwords differ")
+    return first
+
+
+def run_users_add(args: argparse.Namespace) -> int:
+    from deid_core.store.users import create_user
+
+    info = create_user(_engine(args), args.name, _read_password(args), role=args.role,
+                       actor=_actor(args))
+    print(f"created {info.role} {info.username!r}")
+    return 0
+
+
+def run_users_list(args: argparse.Namespace) -> int:
+    from deid_core.store.users import list_users
+
+    for u in list_users(_engine(args)):
+        print(f"{u.username}\t{u.role}\t{'active' if u.active else 'inactive'}")
+    return 0
+
+
+def run_users_set_active(args: argparse.Namespace) -> int:
+    from deid_core.store.users import set_active
+
+    info = set_active(_engine(args), args.name, args.active, actor=_actor(args))
+    print(f"{info.username!r} is now {'active' if info.active else 'inactive'}"
+          " (annotations, reviews and audit events are kept)")
+    return 0
+
+
+def run_users_reset(args: argparse.Namespace) -> int:
+    from deid_core.store.users import reset_password
+
+    reset_password(_engine(args), args.name, _read_password(args), actor=_actor(args))
+    print(f"password reset for {args.name!r}")
+    return 0
+
+
+def run_db_upgrade(args: argparse.Namespace) -> int:
+    from deid_core.store.engine import current_revision
+
+    engine = _engine(args)  # open_store upgrades
+    print(f"schema at revision {current_revision(engine)}")
+    return 0
+
+
+def run_db_info(args: argparse.Namespace) -> int:
+    from deid_core.store.config import database_url, redacted
+    from deid_core.store.engine import create_store_engine, current_revision, head_revision
+
+    url = database_url(args.db)
+    engine = create_store_engine(url)
+    print(f"database: {redacted(url)}")
+    print(f"revision: {current_revision(engine)} (latest {head_revision()})")
+    return 0
