@@ -64,6 +64,8 @@ CONTACT = [
     ("Fax: 967 596 685.", [("967 596 685", "NUMERO_FAX")]),
     ("Fax 93 2607982 E-mail", [("93 2607982", "NUMERO_FAX")]),
     ("Fax: 985-27-36-14.", [("985-27-36-14", "NUMERO_FAX")]),
+    ("Fax: + 34 93 567 22 28.", [("34 93 567 22 28", "NUMERO_FAX")]),
+    ("Tel.: + 34 93 693 29 05.", [("34 93 693 29 05", "NUMERO_TELEFONO")]),
     ("E-mail: raquel.ruiz.ruiz@navarra.es", [("raquel.ruiz.ruiz@navarra.es", "CORREO_ELECTRONICO")]),
     # negatives: nine digits that do not start like a Spanish phone; a dose
     ("lote 123456789", []),
@@ -85,6 +87,7 @@ POSTAL = [
     # validator negatives: provinces only go up to 52; no capitalised place after it
     ("Av. Libertad 3 99999 Madrid", []),
     ("recuento 28018 células", []),
+    ("NºCol: 28 28 45987. Informe", []),
 ]
 
 
@@ -108,11 +111,22 @@ DATES = [
     ("diagnosticada en 2012, en", [("2012", "FECHAS")]),
     ("En el mes de Marzo de ese año", [("Marzo", "FECHAS")]),
     ("el 2019-03-05 a", [("2019-03-05", "FECHAS")]),
+    ("- En marzo-09 volvió", [("marzo-09", "FECHAS")]),
+    ("se retiró en sep-04, al", [("sep-04", "FECHAS")]),
+    ("En enero del año 2001 se", [("enero del año 2001", "FECHAS")]),
+    ("entre Marzo y Abril de 2000 y", [("Marzo y Abril de 2000", "FECHAS")]),
+    ("Desde el 2006 ha", [("2006", "FECHAS")]),
+    ("por Obwegeser et al. (1964), en", [("1964", "FECHAS")]),
+    ("(Jégaden et al. 1993, Lindstrom", [("1993", "FECHAS")]),
+    ("RT de Marzo a Mayo del 2001", [("Mayo del 2001", "FECHAS")]),
     # validator negatives: 31 February, month 13; doses and counts
     ("el 31/02/2019", []),
     ("el 12/13/2019", []),
     ("en 2012 pacientes", []),
     ("TA 120/80 mmHg", []),
+    ("Hospital Universitario 12 de Octubre, Madrid", []),
+    ("Hospital 12 de Octubre por", []),
+    ("Tabla 2012, y", []),
 ]
 
 
@@ -133,10 +147,15 @@ AGES = [
     ("Edad: 22  Sexo: M.", [("22", EDAD)]),
     ("Edad: 46 Años Sexo", [("46 Años", EDAD)]),
     ("operado a los 6 años.", [("6 años", EDAD)]),
+    ("paciente varón de 52 años", [("52 años", EDAD)]),
+    ("Lactante varón de un mes y 29 días", [("un mes y 29 días", EDAD)]),
     # MEDDOCAN labels every age, so 45 is found; durations are not ages
     ("dolor de 3 años de evolución", []),
     ("hace 3 años", []),
     ("tratamiento durante 2 meses", []),
+    ("A los 3 meses presentó", []),
+    ("recidiva a los 2 años de la cirugía", []),
+    ("su hija de 50 años", []),
 ]
 
 
