@@ -19,18 +19,9 @@ from deid_core.corpus import document_to_dict, read_jsonl
 from deid_core.errors import UnsupportedFormat
 from deid_core.schemes import load_scheme
 from deid_core.spans import find_overlap
-from deid_core.synthetic import (
-    GENERATOR,
-    KINDS,
-    _check_slots,
-    _parse,
-    _Section,
-    _Templates,
-    _timeline,
-    generate_notes,
-    iter_notes,
-    load_templates,
-)
+from deid_core.synthetic import GENERATOR, KINDS, generate_notes, iter_notes, load_templates
+from deid_core.synthetic.people import make_patient, timeline
+from deid_core.synthetic.templates import Section, Templates, check_templates, parse
 from deid_core.tagging import alignment_upper_bound
 from deid_core.tokenize import tokenize
 
@@ -230,14 +221,11 @@ def test_notes_of_a_patient_are_in_order(corpus):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_timeline_is_coherent(seed):
-    from deid_core.synthetic import _make_patient
-
     t = load_templates("en")
-    patient = _make_patient(0, seed, t.lex)
+    patient = make_patient(0, seed, "en", t.lex)
     kinds = list(KINDS) * 2
-    timeline = _timeline(patient, kinds)
     previous_end = None
-    for dates in timeline:
+    for dates in timeline(patient, kinds):
         assert patient.dob < dates["admit"] <= dates["note"] <= dates["reported"]
         assert dates["admit"] <= dates["discharge"] <= dates["transcribed"]
         if previous_end is not None:
@@ -313,12 +301,14 @@ def test_shipped_templates_load():
     assert set(KINDS) <= set(t.kinds)
 
 
-@pytest.mark.parametrize("template", ["Seen by {nobody}.", "Date: {date.tomorrow}"])
+@pytest.mark.parametrize(
+    "template", ["Seen by {nobody}.", "Date: {date.tomorrow}", "Sexo: {sexo}."]  # SEX: not i2b2 2014
+)
 def test_unknown_slot_in_templates_fails_at_load(template):
     real = load_templates("en")
-    bad = _Section("bad", (), "prose", (1, 1), (), (_parse(template),))
+    bad = Section("bad", (), "prose", (1, 1), (), (parse(template),), 0.3)
     with pytest.raises(UnsupportedFormat):
-        _check_slots(_Templates(real.kinds, {"bad": bad}, real.lex))
+        check_templates(Templates("en", real.scheme, real.labels, real.kinds, {"bad": bad}, real.lex))
 
 
 # ---------------------------------------------------------------- CLI

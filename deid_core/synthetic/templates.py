@@ -1,0 +1,174 @@
+"""Note templates as data: parse, load and check ``deid_core/data/synthetic/<lang>.yaml``.
+
+A template is plain text with slots ``{name}`` or ``{name.format}``. Loading
+checks every slot against the slot registry and every PHI slot's role against
+the language's label scheme, so a typo fails at load time and names its kind or
+section instead of surfacing halfway through a 20,000-note corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from deid_core.errors import UnsupportedFormat
+from deid_core.schemes import load_scheme
+
+SUPPORTED_LANGUAGES = ("en",)
+
+_SLOT_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\.([a-z0-9_]+))?\}")
+
+Parsed = tuple[Any, ...]  # items: str (literal) or (slot, format-or-None)
+
+
+def parse(template: str) -> Parsed:
+    out: list[Any] = []
+    pos = 0
+    for m in _SLOT_RE.finditer(template):
+        if m.start() > pos:
+            out.append(template[pos : m.start()])
+        out.append((m.group(1), m.group(2)))
+        pos = m.end()
+    if pos < len(template):
+        out.append(template[pos:])
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    titles: tuple[Parsed, ...]
+    style: str  # prose | inline | lines | list | numbered
+    n: tuple[int, int]
+    first: tuple[Parsed, ...]
+    items: tuple[Parsed, ...]
+    inline_p: float  # prose: chance that text follows the title on the same line
+
+
+@dataclass(frozen=True)
+class Entry:
+    p: float
+    choices: tuple[Parsed, ...]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    weight: float
+    titles: tuple[Parsed, ...]
+    header: tuple[Entry, ...]
+    sections: tuple[tuple[str, float], ...]
+    footer: tuple[Entry, ...]
+    block_sep: str  # between title, header, sections and footer
+
+
+@dataclass(frozen=True)
+class Templates:
+    lang: str
+    scheme: str
+    labels: dict[str, str]  # slot role -> label of ``scheme``
+    kinds: dict[str, Kind]
+    sections: dict[str, Section]
+    lex: dict[str, Any]
+
+
+def _entries(raw: Any, where: str) -> tuple[Entry, ...]:
+    out = []
+    for i, item in enumerate(raw or []):
+        p = 1.0
+        if isinstance(item, dict):
+            p = float(item.get("p", 1.0))
+            item = item.get("t")
+        choices = [item] if isinstance(item, str) else item
+        if not choices or not all(isinstance(c, str) for c in choices):
+            raise UnsupportedFormat(f"synthetic templates: {where} entry {i} has no template")
+        out.append(Entry(p, tuple(parse(c) for c in choices)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4)
+def load_templates(lang: str = "en") -> Templates:
+    """Read and check one language's templates (cached)."""
+    if lang not in SUPPORTED_LANGUAGES:
+        raise UnsupportedFormat(
+            f"synthetic notes: unsupported language {lang!r}; use one of {', '.join(SUPPORTED_LANGUAGES)}"
+        )
+    raw = yaml.safe_load(
+        resources.files("deid_core").joinpath(f"data/synthetic/{lang}.yaml").read_text("utf-8")
+    )
+    sections = {}
+    for name, s in raw["sections"].items():
+        sections[name] = Section(
+            name=name,
+            titles=tuple(parse(t) for t in s.get("title", [])),
+            style=s.get("style", "prose"),
+            n=(int(s["n"][0]), int(s["n"][1])),
+            first=tuple(parse(t) for t in s.get("first", [])),
+            items=tuple(parse(t) for t in s.get("items", [])),
+            inline_p=float(s.get("inline_p", 0.3)),
+        )
+    kinds = {}
+    for name, k in raw["kinds"].items():
+        secs = []
+        for s in k["sections"]:
+            sname, p = (s["s"], float(s.get("p", 1.0))) if isinstance(s, dict) else (s, 1.0)
+            if sname not in sections:
+                raise UnsupportedFormat(f"synthetic templates: kind {name} uses unknown section {sname!r}")
+            secs.append((sname, p))
+        kinds[name] = Kind(
+            name=name,
+            weight=float(k.get("weight", 1.0)),
+            titles=tuple(parse(t) for t in k["title"]),
+            header=_entries(k.get("header"), f"{name}.header"),
+            sections=tuple(secs),
+            footer=_entries(k.get("footer"), f"{name}.footer"),
+            block_sep=str(k.get("block_sep", "\n\n")),
+        )
+    scheme = str(raw["scheme"])
+    templates = Templates(lang, scheme, dict(raw.get("labels") or {}), kinds, sections, raw["lexicon"])
+    check_templates(templates)
+    return templates
+
+
+def iter_parsed(t: Templates) -> Iterator[tuple[str, Parsed]]:
+    for k in t.kinds.values():
+        for p in k.titles:
+            yield f"{k.name}.title", p
+        for part, entries in (("header", k.header), ("footer", k.footer)):
+            for e in entries:
+                for p in e.choices:
+                    yield f"{k.name}.{part}", p
+    for s in t.sections.values():
+        for p in (*s.titles, *s.first, *s.items):
+            yield f"section {s.name}", p
+
+
+def check_templates(t: Templates) -> None:
+    """Fail on unknown slots or formats, and on PHI roles the scheme cannot express."""
+    from deid_core.synthetic.slots import SLOT_FORMATS, SLOT_ROLES, SLOTS, slot_key
+
+    names = set(load_scheme(t.scheme).names)
+    for where, parsed in iter_parsed(t):
+        for item in parsed:
+            if not isinstance(item, tuple):
+                continue
+            name, fmt = item
+            key = slot_key(name)
+            if key not in SLOTS:
+                raise UnsupportedFormat(f"synthetic templates ({t.lang}): {where} uses unknown slot {name!r}")
+            if fmt is not None and fmt not in SLOT_FORMATS.get(key, ()):
+                raise UnsupportedFormat(
+                    f"synthetic templates ({t.lang}): {where} uses unknown format {name}.{fmt}"
+                )
+            role = SLOT_ROLES.get(key)
+            if role is not None and t.labels.get(role, role) not in names:
+                raise UnsupportedFormat(
+                    f"synthetic templates ({t.lang}): {where} slot {name!r} writes role {role},"
+                    f" which has no label in scheme {t.scheme}"
+                )
