@@ -91,8 +91,9 @@ class PostFilter:
 # --- filter kinds: (prepare(params) -> prepared, run(prepared, text, span) -> Span | None) ---
 
 
-def _normalise(word: str) -> str:
-    return " ".join(word.casefold().strip().strip(".").split())
+def _normalise(word: str, cased: bool = False) -> str:
+    word = word if cased else word.casefold()
+    return " ".join(word.strip().strip(".").split())
 
 
 def _prepare_trim(params: Mapping[str, Any]) -> tuple[str, int, frozenset[str]]:
@@ -172,25 +173,26 @@ def _run_punctuation_only(prepared: None, text: str, span: Span) -> Span | None:
     return span if any(ch.isalnum() for ch in text[span.start : span.end]) else None
 
 
-def _prepare_stoplist(params: Mapping[str, Any]) -> tuple[frozenset[str], str]:
+def _prepare_stoplist(params: Mapping[str, Any]) -> tuple[frozenset[str], str, bool]:
     words = params["words"]
     if isinstance(words, str) or not isinstance(words, list):
         raise ValueError("'words' must be a list")
     match = str(params.get("match", "span"))
     if match not in ("span", "all_words"):
         raise ValueError("'match' must be 'span' or 'all_words'")
-    return frozenset(_normalise(str(w)) for w in words), match
+    cased = bool(params.get("case_sensitive", False))
+    return frozenset(_normalise(str(w), cased) for w in words), match, cased
 
 
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
 
 
-def _run_stoplist(prepared: tuple[frozenset[str], str], text: str, span: Span) -> Span | None:
-    words, match = prepared
+def _run_stoplist(prepared: tuple[frozenset[str], str, bool], text: str, span: Span) -> Span | None:
+    words, match, cased = prepared
     inner = text[span.start : span.end]
     if match == "span":
-        return None if _normalise(inner) in words else span
-    found = [_normalise(w) for w in _WORD.findall(inner)]
+        return None if _normalise(inner, cased) in words else span
+    found = [_normalise(w, cased) for w in _WORD.findall(inner)]
     if found and all(w in words for w in found):
         return None
     return span

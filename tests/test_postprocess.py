@@ -81,6 +81,13 @@ EN_CASES = [
     ("a -- b", "--", "DATE", None),
     # ages are kept whatever their value: the HIPAA-only filter is off by default
     ("a 45 year old", "45", "AGE", "45"),
+    # regressions found by running the filters over gold spans (docs/rules.md)
+    ("Portland, OR 97201", "OR", "STATE", "OR"),
+    ("Hartford, CT 06101", "CT", "STATE", "CT"),
+    ("Baltimore, MD", "MD", "STATE", "MD"),
+    ("works as a nurse", "nurse", "PROFESSION", "nurse"),
+    ("Transcribed: 1/25/2024\ncc: Dr. Robinson", "1/25/2024", "DATE", "1/25/2024"),
+    ("Job #: 529114494\ncc: Dr. Young", "529114494", "IDNUM", "529114494"),
 ]
 
 
@@ -100,6 +107,11 @@ ES_CASES = [
     ("Varón de 45 años.", "45 años.", "EDAD_SUJETO_ASISTENCIA", "45 años"),
     ("Sexo: H.", "H", "SEXO_SUJETO_ASISTENCIA", "H"),
     ("Calle Mayor, 5 Der.", "Calle Mayor, 5 Der.", "CALLE", "Calle Mayor, 5 Der."),
+    # regressions found by running the filters over MEDDOCAN gold spans
+    ("Nombre: Julio. Apellidos", "Julio", "NOMBRE_SUJETO_ASISTENCIA", "Julio"),
+    ("en julio", "julio", "NOMBRE_SUJETO_ASISTENCIA", None),
+    ("CP 08907 L'Hospitalet", "08907", "TERRITORIO", "08907"),
+    ("trabaja de enfermera", "enfermera", "PROFESION", "enfermera"),
 ]
 
 
@@ -124,6 +136,10 @@ def test_builtin_spanish_filters(text: str, piece: str, label: str, expected: st
          "x foo bar", "foo bar", "ID", None),
         (PostFilter("ex", "stoplist", except_labels=["DATE"], params={"words": ["foo"]}),
          "x foo", "foo", "DATE", "foo"),
+        (PostFilter("cased", "stoplist", params={"words": ["foo"], "case_sensitive": True}),
+         "x Foo", "Foo", "ID", "Foo"),
+        (PostFilter("cased", "stoplist", params={"words": ["foo"], "case_sensitive": True}),
+         "x foo", "foo", "ID", None),
     ],
 )
 def test_filter_kinds(flt: PostFilter, text: str, piece: str, label: str, expected: str | None) -> None:
