@@ -1,0 +1,289 @@
+"""``deidentify`` (model -> de-identified JSONL, for pipelines) and ``export`` (store -> files).
+
+Both leak-check their output and refuse to write it when an original PHI
+string is still there (``--allow-leaks`` writes anyway and says so). Output
+names documents, offsets, labels and counts, never note text.
+
+The secret: surrogates and date shifts are derived from a per-project secret,
+so re-running with the same secret gives the same surrogates and offsets
+(needed to add notes to a released corpus consistently), and without it
+nobody can link a surrogate to its original. If ``--secret-file`` is not
+given, a random secret is created beside the output (``<output>.secret``,
+mode 0600) and reused by later runs with the same output path. Keep it apart
+from the released files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from deid_core.errors import DeidError, LeakDetected, UnsupportedFormat
+
+MIN_SECRET_BYTES = 16
+EXIT_LEAK = 3
+
+
+def read_secret(path: str | os.PathLike[str]) -> bytes:
+    """A secret file holds hex (as this tool writes it) or any text of at least 16 bytes."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes().strip()
+    except OSError as exc:
+        raise DeidError(f"{p}: cannot read the secret file ({exc.strerror})") from None
+    try:
+        secret = bytes.fromhex(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        secret = raw
+    if len(secret) < MIN_SECRET_BYTES:
+        raise DeidError(f"{p}: the secret must hold at least {MIN_SECRET_BYTES} bytes")
+    return secret
+
+
+def secret_for(output: str | os.PathLike[str], secret_file: str | None) -> tuple[bytes, Path, bool]:
+    """``(secret, path, created)``: the given file, or ``<output>.secret`` (created 0600 if new)."""
+    if secret_file:
+        return read_secret(secret_file), Path(secret_file), False
+    path = Path(f"{os.fspath(output).rstrip('/')}.secret")
+    if path.exists():
+        return read_secret(path), path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(secrets.token_hex(32) + "\n")
+    return read_secret(path), path, True
+
+
+def _operator_config(args: argparse.Namespace, *, lang: str, scheme: str | None, base: dict[str, Any] | None = None) -> Any:
+    from deid_core.operators import OperatorConfig
+
+    raw: dict[str, Any] = dict(base or {})
+    if getattr(args, "operators", None):
+        try:
+            loaded = yaml.safe_load(Path(args.operators).read_text("utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise UnsupportedFormat(f"{args.operators}: cannot read operator settings ({type(exc).__name__})") from None
+        if not isinstance(loaded, dict):
+            raise UnsupportedFormat(f"{args.operators}: operator settings must be a mapping")
+        raw.update(loaded)
+    if getattr(args, "mode", None):
+        raw["default"] = {"kind": args.mode}
+    raw.setdefault("lang", lang)
+    raw.setdefault("scheme", scheme)
+    return OperatorConfig.from_dict(raw)
+
+
+def _print_leaks(report: Any, limit: int = 20) -> None:
+    for hit in report.leaks[:limit]:
+        print(
+            f"leak: document {hit.doc_id!r} offset {hit.start}..{hit.end} ({hit.label}, {hit.match})",
+            file=sys.stderr,
+        )
+    if len(report.leaks) > limit:
+        print(f"... and {len(report.leaks) - limit} more", file=sys.stderr)
+
+
+# ----------------------------------------------------------------- deidentify
+
+
+def run_deidentify(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from deid_core.corpus import atomic_write_text, document_to_dict, iter_jsonl
+    from deid_core.leakcheck import LeakReport, check_deidentified
+    from deid_core.model import DeidModel
+    from deid_core.operators import deidentify_document, patient_key_from_meta
+
+    model = DeidModel.load(args.model)
+    ops = _operator_config(args, lang=model.lang, scheme=model.scheme.name)
+    secret, secret_path, created = secret_for(args.output, args.secret_file)
+    if created:
+        print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
+    gen = ops.generator(secret)
+    total = LeakReport([], 0, 0, {}, args.leak_scope)
+    pairs: list[tuple[Any, Any]] = []
+    counts = {"documents": 0, "spans": 0}
+
+    def documents() -> Iterator[tuple[Any, Any]]:
+        for doc in tqdm(iter_jsonl(args.input), desc="de-identifying", unit="doc", file=sys.stderr):
+            pred = model.predict(doc, bias=args.bias)
+            key = patient_key_from_meta(doc, args.patient_key)
+            result = deidentify_document(doc, pred.spans, config=ops, secret=secret, patient_key=key, generator=gen)
+            yield doc, result
+
+    def write(fh: Any) -> None:
+        for doc, result in documents():
+            if args.leak_scope == "corpus":
+                pairs.append((doc, result))
+            else:
+                report = check_deidentified([(doc, result)], lang=ops.lang)
+                total.hits.extend(report.hits)
+                total.n_documents += 1
+                total.n_candidates += report.n_candidates
+                for k, v in report.skipped.items():
+                    total.skipped[k] = total.skipped.get(k, 0) + v
+            out = result.to_document().with_meta(model_version=model.version, bias=args.bias)
+            fh.write(json.dumps(document_to_dict(out), ensure_ascii=False) + "\n")
+            counts["documents"] += 1
+            counts["spans"] += len(result.spans)
+        report = check_deidentified(pairs, lang=ops.lang, scope="corpus") if pairs else total
+        leak_path = Path(f"{args.output}.leak_report.json")
+        atomic_write_text(leak_path, lambda f: json.dump(report.to_dict(), f, indent=1))
+        if not report.ok:
+            _print_leaks(report)
+            if not args.allow_leaks:
+                raise LeakDetected(
+                    f"{len(report.leaks)} original PHI string(s) remain in the output; nothing"
+                    f" written (hits in {leak_path}; --allow-leaks writes anyway)"
+                )
+
+    try:
+        atomic_write_text(args.output, write)
+    except LeakDetected as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LEAK
+    print(
+        f"wrote {counts['documents']} document(s), {counts['spans']} span(s) to {args.output}"
+        f" (mode {ops.default.kind}, model {model.version}, bias {args.bias})"
+    )
+    return 0
+
+
+# ----------------------------------------------------------------- export
+
+
+def _store_items(engine: Any, project: str, include_unreviewed: bool) -> list[Any]:
+    from deid_core.export import ExportItem
+    from deid_core.store.repository import get_document, reviewed_corpus, unreviewed_documents
+
+    items = []
+    for doc in reviewed_corpus(engine, project):
+        layers = get_document(engine, int(doc.meta["db_id"]))
+        reviewers = tuple(sorted({a.author for a in layers.annotations if a.author}))
+        pred = layers.prediction
+        items.append(ExportItem(
+            doc, True, doc.meta.get("patient_id"), reviewers,
+            pred.model_version if pred else None, pred.bias if pred else None,
+        ))
+    for db_id, doc in unreviewed_documents(engine, project):
+        pred = get_document(engine, db_id).prediction
+        spans = pred.spans if pred is not None else ()
+        items.append(ExportItem(
+            doc.with_spans(spans), False, doc.meta.get("patient_id"), (),
+            pred.model_version if pred else None, pred.bias if pred else None,
+        ))
+    return items
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from deid_core.cli.store import _actor, tqdm_progress
+    from deid_core.export import ExportConfig, export_corpus
+    from deid_core.store import open_store
+    from deid_core.store.audit import record_event
+    from deid_core.store.engine import write_session
+    from deid_core.store.repository import get_project
+    from deid_core.store.users import get_user
+    from deid_core.surrogate_map import InMemorySurrogateMapping, export_mapping
+
+    engine = open_store(args.db)
+    actor = _actor(args)
+    if args.mapping_out:
+        # Checked first, so a refused mapping export costs nothing.
+        role = get_user(engine, args.actor).role if args.actor else "cli"
+        if role != "admin":
+            print("error: only an admin (--actor <admin user>) may export the surrogate mapping", file=sys.stderr)
+            return 1
+    project = get_project(engine, args.project)
+    ops = _operator_config(
+        args, lang=project.lang, scheme=project.scheme, base=project.settings.get("export_operators")
+    )
+    formats = tuple(f for group in (args.format or ["jsonl"]) for f in group.split(",") if f)
+    config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
+                          leak_scope=args.leak_scope, allow_leaks=args.allow_leaks)
+    secret, secret_path, created = secret_for(args.output, args.secret_file)
+    if created:
+        print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
+    items = _store_items(engine, args.project, args.include_unreviewed)
+    mapping = InMemorySurrogateMapping()
+    progress, close = tqdm_progress("export")
+
+    def audit(summary: dict[str, Any]) -> None:
+        with write_session(engine) as s:
+            record_event(s, actor, "export", "project", args.project, project_id=project.id, after=summary)
+
+    try:
+        result = export_corpus(
+            items, args.output, config=config, secret=secret, mapping=mapping,
+            confirm_unreviewed=args.yes, project=args.project, actor=actor, progress=progress,
+            audit=audit,
+        )
+    except LeakDetected as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LEAK
+    finally:
+        close()
+    if args.mapping_out:
+        n = export_mapping(mapping, args.mapping_out, role="admin")
+        print(f"wrote {n} mapping entries to {args.mapping_out}")
+    m = result.manifest
+    print(
+        f"exported {m['documents']} document(s), {m['spans']} span(s) as {', '.join(m['formats'])}"
+        f" to {result.path}; leak check: {m['leak_check']['leaks']} leak(s)"
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    from deid_core.export import FORMATS
+
+    d = subparsers.add_parser(
+        "deidentify", help="de-identify a JSONL corpus with a model (no review), for pipelines",
+        description="Predict PHI with a model and write de-identified JSONL (spans over the new"
+                    " text). The output is leak-checked; a leak stops the write (exit 3).",
+    )
+    d.add_argument("--model", required=True, help="model directory")
+    d.add_argument("--input", required=True, help="JSONL corpus (shared format)")
+    d.add_argument("--output", required=True, help="de-identified JSONL to write")
+    d.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
+                   help="one operator for every label (default: surrogate)")
+    d.add_argument("--operators", metavar="YAML", help="per-label operator settings (see docs/export.md)")
+    d.add_argument("--bias", type=float, default=0.0, help="O-label bias (higher favours recall)")
+    d.add_argument("--patient-key", default="meta.patient_id",
+                   help="where the patient id is in each document (default: meta.patient_id);"
+                        " documents without one are their own patient")
+    d.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
+    d.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
+    d.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
+    d.set_defaults(func=run_deidentify)
+
+    e = subparsers.add_parser(
+        "export", help="export a project's reviewed documents as a de-identified corpus",
+        description="Reviewed documents only, unless --include-unreviewed --yes. Writes the"
+                    " chosen formats, leak_report.json and manifest.json into a new folder.",
+    )
+    e.add_argument("--project", required=True)
+    e.add_argument("--output", required=True, help="new (or empty) folder to create")
+    e.add_argument("--format", action="append", metavar="FMT",
+                   help=f"one or more of {', '.join(FORMATS)} (repeat or comma-separate; default jsonl)")
+    e.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
+                   help="one operator for every label (default: the project's settings, else surrogate)")
+    e.add_argument("--operators", metavar="YAML", help="per-label operator settings")
+    e.add_argument("--include-unreviewed", action="store_true",
+                   help="also export unreviewed documents with model predictions (needs --yes)")
+    e.add_argument("--yes", action="store_true", help="confirm --include-unreviewed")
+    e.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
+    e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
+    e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
+    e.add_argument("--mapping-out", metavar="JSONL",
+                   help="also write the surrogate mapping (HMAC keys -> surrogates; admin only)")
+    e.add_argument("--db", metavar="URL", default=None, help="database URL")
+    e.add_argument("--actor", default=None, help="user recorded in the audit trail")
+    e.set_defaults(func=run_export)

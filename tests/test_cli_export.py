@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from deid_core.cli import main
+from deid_core.cli.export import read_secret
+from deid_core.corpus import read_jsonl, write_jsonl
+from deid_core.export import verify_manifest
+from deid_core.model import DeidModel, TrainConfig, train_model
+from deid_core.spans import Document
+from deid_core.synthetic import generate_notes
+
+
+@pytest.fixture(scope="module")
+def notes() -> list[Document]:
+    return generate_notes(26, seed=21)
+
+
+@pytest.fixture(scope="module")
+def model_dir(notes: list[Document], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = train_model(notes[:20], lang="en", config=TrainConfig(max_iterations=30))
+    return model.save(tmp_path_factory.mktemp("model") / "m")
+
+
+@pytest.fixture()
+def corpus(notes: list[Document], tmp_path: Path) -> Path:
+    path = tmp_path / "in.jsonl"
+    write_jsonl(path, notes[:20])  # notes the model learnt: it finds (nearly) all of their PHI
+    return path
+
+
+@pytest.mark.parametrize("mode", ["surrogate", "tag", "redact"])
+def test_deidentify_writes_shared_jsonl_without_original_text(
+    model_dir: Path, corpus: Path, tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
+               "--mode", mode, "--bias", "0.5"])
+    assert rc == 0, capsys.readouterr().err
+    originals = {d.id: d for d in read_jsonl(corpus)}
+    result = read_jsonl(out)
+    assert [d.id for d in result] == list(originals)
+    version = DeidModel.load(model_dir).version
+    for doc in result:
+        orig = originals[doc.id]
+        assert doc.meta["original_id"] == orig.id and doc.meta["patient_key"] == orig.meta["patient_id"]
+        assert doc.meta["model_version"] == version and doc.meta["bias"] == 0.5
+        assert doc.spans and all(s.source.startswith(("rule:", "crf:")) for s in doc.spans)
+        for span in orig.spans:
+            value = orig.text[span.start : span.end]
+            if span.label in ("PATIENT", "MEDICALRECORD", "PHONE") and len(value) > 4:
+                assert value not in doc.text
+    report = json.loads(Path(f"{out}.leak_report.json").read_text())
+    assert report["ok"] is True and report["documents"] == 20
+    secret = Path(f"{out}.secret")
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(read_secret(secret)) == 32
+    assert "created secret" in capsys.readouterr().err
+
+
+def test_rerun_reuses_the_secret_and_gives_identical_output(model_dir: Path, corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.jsonl"
+    args = ["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out)]
+    assert main(args) == 0
+    first = out.read_bytes()
+    assert main(args) == 0
+    assert out.read_bytes() == first
+    other = tmp_path / "other.jsonl"
+    assert main(args[:-1] + [str(other), "--secret-file", f"{out}.secret"]) == 0
+    assert other.read_bytes() == first
+
+
+def test_deidentify_stops_on_a_leak(model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A model that misses one mention of a name it found elsewhere in the note."""
+    real_predict = DeidModel.predict
+
+    def forgetful(self, doc, bias=0.0):  # type: ignore[no-untyped-def]
+        pred = real_predict(self, doc, bias)
+        names = [s for s in pred.spans if s.label == "PATIENT" and len(s) > 5]
+        for a in names:
+            twin = [s for s in names if s is not a and doc.text[s.start:s.end] == doc.text[a.start:a.end]]
+            if twin:
+                spans = tuple(s for s in pred.spans if s is not twin[0])
+                return type(pred)(**{**{f: getattr(pred, f) for f in pred.__dataclass_fields__}, "spans": spans})
+        return pred
+
+    monkeypatch.setattr(DeidModel, "predict", forgetful)
+    out = tmp_path / "leaky.jsonl"
+    rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out), "--mode", "tag"])
+    err = capsys.readouterr().err
+    assert rc == 3 and not out.exists()
+    assert "leak: document" in err and "PATIENT" in err
+    report = json.loads(Path(f"{out}.leak_report.json").read_text())
+    assert report["leaks"] >= 1
+    assert main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
+                 "--mode", "tag", "--allow-leaks"]) == 0
+    assert out.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "ok"),
+    [("00" * 16, True), ("short", False), ("a long enough passphrase text", True)],
+)
+def test_secret_files(tmp_path: Path, content: str, ok: bool) -> None:
+    from deid_core.errors import DeidError
+
+    path = tmp_path / "s"
+    path.write_text(content)
+    if ok:
+        assert len(read_secret(path)) >= 16
+    else:
+        with pytest.raises(DeidError):
+            read_secret(path)
+
+
+def _store(db_url: str, notes: list[Document], tmp_path: Path) -> None:
+    gold, preds = tmp_path / "gold.jsonl", tmp_path / "preds.jsonl"
+    write_jsonl(gold, notes[:6])
+    write_jsonl(preds, notes[6:9])
+    assert main(["project", "create", "p1", "--db", db_url]) == 0
+    assert main(["import", "--project", "p1", "--format", "jsonl", "--annotations", "gold", "--quiet",
+                 "--db", db_url, str(gold)]) == 0
+    assert main(["import", "--project", "p1", "--format", "jsonl", "--annotations", "predictions",
+                 "--quiet", "--db", db_url, str(preds)]) == 0
+
+
+def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Path, capsys) -> None:
+    from deid_core.store import open_store
+    from deid_core.store.audit import list_events
+    from deid_core.store.users import create_user
+
+    _store(db_url, notes, tmp_path)
+    out = tmp_path / "release"
+    rc = main(["export", "--project", "p1", "--output", str(out), "--format", "jsonl,brat",
+               "--format", "spans-csv", "--db", db_url, "--actor", "alice"])
+    assert rc == 0, capsys.readouterr().err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["documents"] == 6 and manifest["scope"]["skipped_unreviewed"] == 3
+    assert manifest["project"] == "p1" and manifest["actor"] == "alice"
+    assert manifest["formats"] == ["jsonl", "brat", "spans-csv"]
+    assert verify_manifest(out) == []
+    exported = read_jsonl(out / "corpus.jsonl")
+    assert {d.meta["patient_key"] for d in exported} == {d.meta["patient_id"] for d in notes[:6]}
+    events = list_events(open_store(db_url), action="export")
+    assert len(events) == 1 and events[0].actor == "alice" and events[0].after["documents"] == 6
+    # Unreviewed documents need an explicit --yes.
+    capsys.readouterr()
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "all"), "--include-unreviewed",
+                 "--db", db_url]) == 1
+    assert "confirm" in capsys.readouterr().err and not (tmp_path / "all").exists()
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "all"), "--include-unreviewed",
+                 "--yes", "--db", db_url, "--mode", "tag"]) == 0
+    manifest = json.loads((tmp_path / "all" / "manifest.json").read_text())
+    assert manifest["documents"] == 9 and manifest["scope"]["unreviewed_confirmed"] is True
+    # The surrogate mapping goes to admins only.
+    engine = open_store(db_url)
+    create_user(engine, "bob", "a-long-password-1", role="reviewer")
+    create_user(engine, "root", "a-long-password-2", role="admin")
+    m = tmp_path / "map.jsonl"
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "r2"), "--db", db_url,
+                 "--actor", "bob", "--mapping-out", str(m)]) == 1
+    assert not m.exists() and not (tmp_path / "r2").exists()
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "r3"), "--db", db_url,
+                 "--actor", "root", "--mapping-out", str(m)]) == 0
+    entries = [json.loads(line) for line in m.read_text().splitlines()]
+    assert entries and {"key", "scope", "kind", "label", "surrogate"} == set(entries[0])
+    # Same secret file (created beside the first export) -> same surrogates.
+    r3 = read_jsonl(tmp_path / "r3" / "corpus.jsonl")
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "r4"), "--db", db_url,
+                 "--secret-file", str(tmp_path / "r3.secret")]) == 0
+    assert read_jsonl(tmp_path / "r4" / "corpus.jsonl") == r3
+
+
+def test_export_refuses_an_existing_folder(db_url: str, notes: list[Document], tmp_path: Path, capsys) -> None:
+    _store(db_url, notes, tmp_path)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("keep")
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "busy"), "--db", db_url]) == 1
+    assert "not an empty folder" in capsys.readouterr().err
+    assert (tmp_path / "busy" / "x").read_text() == "keep"
