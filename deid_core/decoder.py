@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from deid_core.crf import CRFWeights
+
 Bounds = Sequence[tuple[int, int]]
 
 
@@ -88,15 +90,17 @@ def viterbi(
     if bias and o_index is not None:
         values[:, :, o_index] += bias
     n_sent, longest, n_labels = values.shape
+    to_from = np.ascontiguousarray(transitions.T)  # reduce over the contiguous last axis
     delta = values[:, 0, :].copy()
-    back = np.zeros((n_sent, longest, n_labels), dtype=np.int32)
+    back = np.zeros((n_sent, longest, n_labels), dtype=np.intp)
+    buffer = np.empty((n_sent, n_labels, n_labels))
     for t in range(1, longest):
         k = int(padded.active[t])
-        cand = delta[:k, :, None] + transitions[None, :, :]  # (k, from, to)
-        best_from = cand.argmax(axis=1)
-        best = np.take_along_axis(cand, best_from[:, None, :], axis=1)[:, 0, :]
-        delta[:k] = best + values[:k, t]
+        cand = buffer[:k]
+        np.add(delta[:k, None, :], to_from, out=cand)  # (k, to, from)
+        best_from = cand.argmax(axis=2)  # first maximum, as CRFsuite
         back[:k, t] = best_from
+        delta[:k] = np.take_along_axis(cand, best_from[:, :, None], axis=2)[:, :, 0] + values[:k, t]
     last = delta.argmax(axis=1)
     rows = np.arange(n_sent)
     scores_sorted = delta[rows, last]
@@ -173,50 +177,149 @@ def path_scores(
     return np.add.reduceat(token_scores + trans, starts)
 
 
-class AttributeIndex:
-    """Attribute string -> CRFsuite attribute id, with ids cached per word type.
+def viterbi_sweep(
+    emissions: np.ndarray,
+    bounds: Bounds,
+    transitions: np.ndarray,
+    biases: Sequence[float],
+    o_index: int,
+) -> list[np.ndarray]:
+    """Viterbi paths at many biases, decoding each sentence only where its path can change.
 
-    ``type_features`` is the feature extractor's cached ``(offset, word) ->
-    strings`` function; caching the ids per ``(offset, word)`` too means a
-    known word costs one dictionary lookup instead of ~20.
+    The best biased score of a sentence, ``max_y score(y) + b * n_O(y)``, is a
+    convex piecewise-linear function of ``b``. If the same path wins at two
+    biases it wins everywhere between them, so after decoding the two ends
+    of the grid, only sentences whose paths differ are decoded again, at the
+    midpoint, recursively. Results equal ``viterbi`` at each bias (barring
+    exact score ties).
+    """
+    _check(emissions, bounds)
+    order = sorted(range(len(biases)), key=lambda i: biases[i])
+    grid = [float(biases[i]) for i in order]
+    n_sent = len(bounds)
+    if not grid:
+        return []
+    paths: list[list[np.ndarray | None]] = [[None] * n_sent for _ in grid]
+
+    def decode(i: int, sentences: list[int]) -> None:
+        sub_bounds, pos = [], 0
+        for s in sentences:
+            a, b = bounds[s]
+            sub_bounds.append((pos, pos + b - a))
+            pos += b - a
+        sub = np.concatenate([emissions[bounds[s][0] : bounds[s][1]] for s in sentences])
+        path, _ = viterbi(sub, sub_bounds, transitions, bias=grid[i], o_index=o_index)
+        for s, (a, b) in zip(sentences, sub_bounds):
+            paths[i][s] = path[a:b]
+
+    everything = list(range(n_sent))
+    if n_sent:
+        decode(0, everything)
+        if len(grid) > 1:
+            decode(len(grid) - 1, everything)
+    stack = [(0, len(grid) - 1, everything)]
+    while stack:
+        lo, hi, sentences = stack.pop()
+        if hi - lo <= 1 or not sentences:
+            continue
+        differ = []
+        for s in sentences:
+            left, right = paths[lo][s], paths[hi][s]
+            assert left is not None and right is not None
+            if np.array_equal(left, right):
+                for i in range(lo + 1, hi):
+                    paths[i][s] = left
+            else:
+                differ.append(s)
+        if differ:
+            mid = (lo + hi) // 2
+            decode(mid, differ)
+            stack.append((lo, mid, differ))
+            stack.append((mid, hi, differ))
+    out: list[np.ndarray] = [np.zeros(0, dtype=np.intp)] * len(grid)
+    for rank, i in enumerate(order):
+        row = paths[rank]
+        out[i] = np.concatenate([p for p in row if p is not None]) if n_sent else np.zeros(0, dtype=np.intp)
+    return out
+
+
+class EmissionScorer:
+    """Per-token label scores from features, with the type part cached per word.
+
+    A token's score is the sum of the state weights of its attributes. Most
+    attributes depend only on ``(offset, word)`` (see
+    ``deid_core.features``), so their summed weight vector is computed once
+    per word type and offset and kept in a table; a token then costs one
+    table row per window offset plus its few context attributes.
     """
 
-    def __init__(self, attributes: Sequence[str]) -> None:
-        self.ids = {a: i for i, a in enumerate(attributes)}
-        self.size = len(attributes)
-        self._type_ids: dict[tuple[int, str], list[int]] = {}
+    #: Keep the state weights dense when this small (L1-pruned models usually are).
+    DENSE_LIMIT = 8_000_000
 
-    def indicator(
-        self,
-        parts: Sequence[Sequence[tuple[Sequence[tuple[int, str]], Sequence[str]]]],
-        type_features: Callable[[int, str], list[str]],
-    ) -> sp.csr_matrix:
-        """A (tokens x attributes) 0/1 matrix for ``FeatureExtractor.token_parts`` output."""
+    def __init__(self, weights: CRFWeights, type_features: Callable[[int, str], list[str]]) -> None:
+        self.ids = {a: i for i, a in enumerate(weights.attributes)}
+        n_attrs, self.n_labels = weights.state.shape
+        self.state: np.ndarray | sp.csr_matrix = (
+            weights.state.toarray() if n_attrs * self.n_labels <= self.DENSE_LIMIT else weights.state
+        )
+        self.type_features = type_features
+        self.max_rows = 1_000_000
+        self._rows: dict[int, dict[str, int]] = {}
+        self._n_rows = 0
+        self._table = np.zeros((1024, self.n_labels))
+
+    def _indicator(self, attr_lists: Sequence[Sequence[str]]) -> sp.csr_matrix:
         ids = self.ids
-        cache = self._type_ids
         indices: list[int] = []
         indptr = [0]
-        for sent in parts:
-            for keys, extras in sent:
-                for key in keys:
-                    got = cache.get(key)
-                    if got is None:
-                        got = [ids[f] for f in type_features(*key) if f in ids]
-                        if len(cache) < 2_000_000:
-                            cache[key] = got
-                    indices.extend(got)
-                for f in extras:
-                    i = ids.get(f)
-                    if i is not None:
-                        indices.append(i)
-                indptr.append(len(indices))
-        data = np.ones(len(indices), dtype=np.float64)
+        for attrs in attr_lists:
+            indices.extend([i for i in map(ids.get, attrs) if i is not None])
+            indptr.append(len(indices))
         return sp.csr_matrix(
-            (data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
-            shape=(len(indptr) - 1, self.size),
+            (np.ones(len(indices)), np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+            shape=(len(attr_lists), len(ids)),
         )
 
+    def _scores(self, attr_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        product = self._indicator(attr_lists) @ self.state
+        return product if isinstance(product, np.ndarray) else np.asarray(product.todense())
 
-def emissions_from(indicator: sp.csr_matrix, state: sp.csr_matrix) -> np.ndarray:
-    """Per-token label scores: the sum of the state weights of each token's attributes."""
-    return np.asarray((indicator @ state).todense(), dtype=np.float64)
+    def _add_rows(self, offset: int, words: list[str]) -> dict[str, int]:
+        if self._n_rows + len(words) > self.max_rows:
+            self._rows.clear()  # bound memory on endless vocabularies
+            self._n_rows = 0
+        vectors = self._scores([self.type_features(offset, w) for w in words])
+        first = self._n_rows
+        need = first + len(words)
+        if need > self._table.shape[0]:
+            grown = np.zeros((max(need, 2 * self._table.shape[0]), self.n_labels))
+            grown[:first] = self._table[:first]
+            self._table = grown
+        self._table[first:need] = vectors
+        rows = self._rows.setdefault(offset, {})
+        for j, w in enumerate(words):
+            rows[w] = first + j
+        self._n_rows = need
+        return rows
+
+    def emissions(
+        self,
+        offsets: Sequence[int],
+        window_words: Sequence[Sequence[str]],
+        context: Sequence[Sequence[str]],
+    ) -> np.ndarray:
+        """``(tokens, labels)`` scores from ``FeatureExtractor.window_words``/``context_features``."""
+        out = np.array(self._scores(context), dtype=np.float64)
+        if not len(context):
+            return out
+        for off, words in zip(offsets, window_words):
+            rows = self._rows.get(off, {})
+            idx = [rows.get(w, -1) for w in words]
+            if -1 in idx:
+                missing = list(dict.fromkeys(w for w, i in zip(words, idx) if i == -1))
+                if self._n_rows + len(missing) > self.max_rows:
+                    missing = list(dict.fromkeys(words))  # the table is about to be reset
+                rows = self._add_rows(off, missing)
+                idx = [rows[w] for w in words]
+            out += self._table[np.asarray(idx, dtype=np.int64)]
+        return out

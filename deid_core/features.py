@@ -87,29 +87,35 @@ def _clean(word: str) -> str:
     ).decode("utf-8")
 
 
+_ASCII_SHAPE = {
+    i: ("A" if chr(i).isupper() else "a" if chr(i).islower() else "#" if chr(i).isdigit() else "-")
+    for i in range(128)
+}
+
+
+def _char_shape(c: str) -> str:
+    if c.isupper():
+        return "A"
+    if c.islower() or c.isalpha():
+        return "a"
+    if c.isdigit():
+        return "#"
+    return "-"
+
+
 def word_shape(word: str) -> str:
     """Long shape: upper ``A``, lower ``a``, digit ``#``, anything else ``-`` ("PO/5mg" -> "AA-#aa")."""
-    out = []
-    for c in word:
-        if c.isupper():
-            out.append("A")
-        elif c.islower():
-            out.append("a")
-        elif c.isdigit():
-            out.append("#")
-        elif c.isalpha():
-            out.append("a")
-        else:
-            out.append("-")
-    return "".join(out)
+    if word.isascii():
+        return word.translate(_ASCII_SHAPE)
+    return "".join(_char_shape(c) for c in word)
 
 
 def short_shape(word: str) -> str:
     """Short shape: runs of one class collapsed ("PO/5mg" -> "A-#a")."""
     long = word_shape(word)
-    out = []
-    for c in long:
-        if not out or out[-1] != c:
+    out = [long[0]] if long else []
+    for c in long[1:]:
+        if out[-1] != c:
             out.append(c)
     return "".join(out)
 
@@ -231,13 +237,12 @@ class FeatureExtractor:
                         section[i + k] = current_section
                 if cfg.key_value and not is_header:
                     if words[k] == ":" and k > 0 and k < size - 1:
-                        key = self._key_before(words, k)
+                        key, key_start = self._key_before(words, k)
                         key_pos = 0
                         if key is not None:
                             feats.append("kvcolon")
-                            for b in range(max(0, k - 3), k):
-                                if words[b].isalpha():
-                                    extras[i + b].append("inkey")
+                            for b in range(key_start, k):
+                                extras[i + b].append("inkey")
                         continue
                     if key is not None:
                         key_pos += 1
@@ -263,18 +268,22 @@ class FeatureExtractor:
         return text in self._headers
 
     @staticmethod
-    def _key_before(words: Sequence[str], colon: int) -> str | None:
-        """Lower-cased words (up to 3, back to a capital) before a colon: "Fecha de nacimiento"."""
+    def _key_before(words: Sequence[str], colon: int) -> tuple[str | None, int]:
+        """Lower-cased words (up to 3, back to a capital) before a colon, and where they start.
+
+        "Fecha de nacimiento: ..." -> "fecha_de_nacimiento"; in "Edad: 70 años
+        Sexo: H." the second key is "sexo", since a key starts with a capital.
+        """
         parts = []
         k = colon - 1
         while k >= 0 and len(parts) < 3 and words[k].isalpha():
             parts.append(words[k].lower())
             if words[k][0].isupper():
-                break  # a key starts with a capital: "Edad: 70 años Sexo: H" -> "sexo"
+                break
             k -= 1
         if not parts:
-            return None
-        return _clean("_".join(reversed(parts)))
+            return None, colon
+        return _clean("_".join(reversed(parts))), colon - len(parts)
 
     @staticmethod
     def _rule_marks(tokens: Sequence[Token], rule_spans: Sequence[Span]) -> list[list[str]]:
@@ -287,68 +296,77 @@ class FeatureExtractor:
             i = bisect_right(ends, span.start)
             j = bisect_left(starts, span.end)
             for k in range(i, j):
-                marks[k].append(("B-" if k == i else "I-") + span.label)
+                mark = ("B-" if k == i else "I-") + span.label
+                if mark not in marks[k]:
+                    marks[k].append(mark)
         return marks
 
     # -- assembly ------------------------------------------------------------
 
-    def token_parts(
-        self, tokenized: Tokenized, rule_spans: Sequence[Span] = ()
-    ) -> list[list[tuple[list[tuple[int, str]], list[str]]]]:
-        """Per sentence, per token: ``(type keys, context features)``.
+    @property
+    def offsets(self) -> list[int]:
+        return list(self._offsets)
 
-        A type key is ``(offset, word)``; ``type_features`` turns it into
-        strings. Keeping the two apart lets the decoder cache attribute ids by
-        word type instead of hashing every string of every token.
+    def window_words(self, tokenized: Tokenized) -> list[list[str]]:
+        """For each window offset (in ``offsets`` order), the word seen there by every token.
+
+        Flat in document order; ``BOS``/``EOS`` past a sentence edge. Paired
+        with ``type_features`` this gives all type features without building
+        a string per token.
         """
+        width = self.config.window
+        out: list[list[str]] = [[] for _ in self._offsets]
+        tokens = tokenized.tokens
+        pad_l = [BOS] * width
+        pad_r = [EOS] * width
+        for a, b in tokenized.sentences:
+            padded = pad_l + [t.text for t in tokens[a:b]] + pad_r
+            n = b - a
+            for j, off in enumerate(self._offsets):
+                out[j].extend(padded[width + off : width + off + n])
+        return out
+
+    def context_features(self, tokenized: Tokenized, rule_spans: Sequence[Span] = ()) -> list[list[str]]:
+        """Per token (flat, document order): sentence, line, header, gazetteer and rule features."""
         cfg = self.config
         tokens = tokenized.tokens
-        line_extras, sections = self._line_info(tokens)
+        out, sections = self._line_info(tokens)
         rule_marks = self._rule_marks(tokens, rule_spans) if cfg.rules else None
-        out = []
         for a, b in tokenized.sentences:
             words = [t.text for t in tokens[a:b]]
             size = b - a
-            gaz_marks = self.gazetteer.marks(words) if self.gazetteer is not None else None
-            lows = [w.lower() for w in words] if cfg.bigrams else []
-            depth = 0
-            slen = f"slen={_sentence_bucket(size)}"
-            send = f"send={words[-1] if words[-1] in _CLOSERS else 'w'}"
-            sent: list[tuple[list[tuple[int, str]], list[str]]] = []
-            for k in range(size):
-                keys = []
-                for off in self._offsets:
-                    pos = k + off
-                    if pos < 0:
-                        keys.append((off, BOS))
-                    elif pos >= size:
-                        keys.append((off, EOS))
-                    else:
-                        keys.append((off, words[pos]))
-                extras = list(line_extras[a + k])
-                if cfg.sentence:
-                    extras.append(slen)
-                    extras.append(send)
+            if cfg.sentence:
+                slen = f"slen={_sentence_bucket(size)}"
+                send = f"send={words[-1] if words[-1] in _CLOSERS else 'w'}"
+                depth = 0
+                for k, w in enumerate(words):
+                    feats = out[a + k]
+                    feats.append(slen)
+                    feats.append(send)
                     if depth > 0:
-                        extras.append("inbracket")
-                    w = words[k]
+                        feats.append("inbracket")
                     if w in ("(", "["):
                         depth += 1
                     elif w in (")", "]") and depth > 0:
                         depth -= 1
-                if cfg.headers and sections[a + k] is not None:
-                    extras.append(f"sec={sections[a + k]}")
-                if cfg.bigrams:
-                    prev = lows[k - 1] if k > 0 else "<s>"
-                    nxt = lows[k + 1] if k + 1 < size else "</s>"
-                    extras.append(_clean(f"b-={prev}|{lows[k]}"))
-                    extras.append(_clean(f"b+={lows[k]}|{nxt}"))
-                if gaz_marks is not None:
-                    extras.extend(f"gaz={m}" for m in gaz_marks[k])
-                if rule_marks is not None:
-                    extras.extend(f"rule={m}" for m in rule_marks[a + k])
-                sent.append((keys, list(dict.fromkeys(extras))))
-            out.append(sent)
+            if cfg.bigrams:
+                lows = ["<s>"] + [_clean(w.lower()) for w in words] + ["</s>"]
+                for k in range(size):
+                    feats = out[a + k]
+                    feats.append(f"b-={lows[k]}|{lows[k + 1]}")
+                    feats.append(f"b+={lows[k + 1]}|{lows[k + 2]}")
+            if self.gazetteer is not None:
+                for k, marks in enumerate(self.gazetteer.marks(words)):
+                    if marks:
+                        out[a + k].extend(f"gaz={m}" for m in marks)
+        if cfg.headers:
+            for k, sec in enumerate(sections):
+                if sec is not None:
+                    out[k].append(f"sec={sec}")
+        if rule_marks is not None:
+            for k, marks in enumerate(rule_marks):
+                if marks:
+                    out[k].extend(f"rule={m}" for m in marks)
         return out
 
     def sentence_features(
@@ -356,7 +374,14 @@ class FeatureExtractor:
     ) -> list[list[list[str]]]:
         """Per sentence, per token, the attribute strings python-crfsuite trains on."""
         tf = self.type_features
-        return [
-            [[f for key in keys for f in tf(*key)] + extras for keys, extras in sent]
-            for sent in self.token_parts(tokenized, rule_spans)
-        ]
+        offsets = self._offsets
+        window = self.window_words(tokenized)
+        context = self.context_features(tokenized, rule_spans)
+        flat = []
+        for k, extras in enumerate(context):
+            feats: list[str] = []
+            for j, off in enumerate(offsets):
+                feats.extend(tf(off, window[j][k]))
+            feats.extend(extras)
+            flat.append(feats)
+        return [flat[a:b] for a, b in tokenized.sentences]

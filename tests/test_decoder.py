@@ -8,8 +8,7 @@ import pytest
 
 from deid_core.crf import CRFParams, open_crf, read_weights, train_crf
 from deid_core.decoder import (
-    AttributeIndex,
-    emissions_from,
+    EmissionScorer,
     forward_backward,
     path_scores,
     viterbi,
@@ -182,9 +181,8 @@ def random_model(tmp_path_factory):
 def _check_equivalence(crf, path, sequences: list[list[list[str]]]) -> float:
     weights = read_weights(path)
     assert weights.labels == list(crf.classes_)
-    index = AttributeIndex(weights.attributes)
-    parts = [[([], feats) for feats in seq] for seq in sequences]
-    emissions = emissions_from(index.indicator(parts, lambda o, w: []), weights.state)
+    scorer = EmissionScorer(weights, lambda o, w: [])
+    emissions = scorer.emissions([], [], [feats for seq in sequences for feats in seq])
     bounds, pos = [], 0
     for seq in sequences:
         bounds.append((pos, pos + len(seq)))
