@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from deid_core.errors import AlreadyExists
+from deid_core.ui.bootstrap import ensure_first_admin
 from deid_core.ui.session import (
     SessionUser,
     can_open,
@@ -28,9 +26,6 @@ from deid_core.ui.session import (
 )
 
 log = logging.getLogger(__name__)
-
-FIRST_ADMIN = "admin"
-
 
 @st.cache_resource(show_spinner=False)
 def get_engine(url: str | None) -> Engine:
@@ -47,32 +42,6 @@ def database_url() -> str | None:
 
 def engine() -> Engine:
     return get_engine(database_url())
-
-
-def ensure_first_admin(engine: Engine, *, out: Any = None) -> str | None:
-    """On an empty user table create ``admin`` with a random password, printed once.
-
-    The password goes to the terminal that started the app, never to a log
-    file or the database (only its argon2 hash is stored).
-    """
-    from deid_core.store.users import create_user, list_users
-
-    if list_users(engine):
-        return None
-    password = secrets.token_urlsafe(12)
-    try:
-        create_user(engine, FIRST_ADMIN, password, role="admin", actor="system")
-    except AlreadyExists:
-        return None  # another process won the race and printed its own password
-    stream = out if out is not None else sys.stdout
-    print(
-        "\n  deid-workbench: created the first admin account\n"
-        f"    username: {FIRST_ADMIN}\n    password: {password}\n"
-        "  (shown once; change it on the Account page)\n",
-        file=stream,
-        flush=True,
-    )
-    return password
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

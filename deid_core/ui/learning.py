@@ -1,0 +1,158 @@
+"""Model page logic: retrain from reviewed notes, register the decision, order the queue.
+
+``retrain_project`` is what "Retrain now" runs in the background: it trains a
+candidate on the reviewed notes (imported gold included: it is reviewed too),
+lets :func:`deid_core.registry.retrain` compare it with the active model on
+notes neither trained on, stores the candidate as a model version (active only
+when accepted), records the decision as an audit event, and re-predicts the
+queue with the new model when it was activated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from sqlalchemy.engine import Engine
+
+from deid_core.errors import DeidError
+from deid_core.store import repository as repo
+from deid_core.store.audit import record_event
+from deid_core.store.engine import write_session
+
+Progress = Callable[[str, float], None]
+
+#: Iterations for app retrains: enough for a usable model, quick enough for k-fold comparison.
+APP_MAX_ITERATIONS = 100
+
+
+def models_dir(project: str, active_path: str | None = None) -> Path:
+    """Where new model versions go: ``DEID_MODEL_DIR``, beside the active model, or the data dir."""
+    explicit = os.environ.get("DEID_MODEL_DIR")
+    if explicit:
+        return Path(explicit) / project
+    if active_path:
+        return Path(active_path).parent
+    return platformdirs.user_data_path("deid-workbench") / "models" / project
+
+
+def _scale(progress: Progress | None, lo: float, hi: float) -> Progress:
+    def inner(message: str, fraction: float) -> None:
+        if progress is not None:
+            progress(message, lo + (hi - lo) * max(0.0, min(1.0, fraction)))
+
+    return inner
+
+
+def retrain_project(
+    engine: Engine,
+    project: str,
+    actor: str,
+    *,
+    max_iterations: int = APP_MAX_ITERATIONS,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Train, compare, register, maybe activate and re-predict; returns a summary (no text)."""
+    from deid_core.model import DeidModel, TrainConfig, train_model
+    from deid_core.registry import RetrainPolicy, retrain
+    from deid_core.schemes import load_scheme
+    from deid_core.ui.queue import predict_unreviewed
+
+    info = repo.get_project(engine, project)
+    reviewed = list(repo.reviewed_corpus(engine, project))
+    if len(reviewed) < 2:
+        raise DeidError("retraining needs at least 2 reviewed notes")
+    scheme = load_scheme(info.scheme)
+    config = TrainConfig(max_iterations=max_iterations)
+    say = _scale(progress, 0.0, 0.85)
+
+    def trainer(docs: list[Any], prog: Progress | None) -> Any:
+        return train_model(docs, lang=info.lang, scheme=scheme, config=config, progress=prog)
+
+    active = repo.active_model_version(engine, project)
+    active_model = None
+    if active is not None and Path(active.artifact_path).is_dir():
+        active_model = DeidModel.load(active.artifact_path)
+    active_ids = set(active.metrics.get("train_ids") or []) if active is not None else set()
+    result = retrain(
+        reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_ids,
+        policy=RetrainPolicy.from_settings(info.settings), progress=say, lang=info.lang,
+    )
+    target = models_dir(project, active.artifact_path if active else None)
+    path = result.model.save(target / result.model.version)
+    metrics = dict(result.metrics)
+    metrics["train_ids"] = list(result.train_ids)
+    accepted = result.decision.accepted
+    mv = repo.register_model_version(
+        engine, project, version=result.model.version, artifact_path=str(path),
+        n_train_docs=len(result.train_ids), hyperparams=config.to_dict(), metrics=metrics,
+        parent=active.version if active is not None else None, activate=accepted, actor=actor,
+    )
+    with write_session(engine) as s:
+        record_event(s, actor, "model.retrain", "model_version", mv.id, project_id=info.id,
+                     after=result.decision.to_audit())
+    summary: dict[str, Any] = {
+        "version": mv.version, "accepted": accepted, "reason": result.decision.reason,
+        "n_train_docs": len(result.train_ids), "seconds": round(result.seconds, 1),
+        "repredicted": 0,
+    }
+    if accepted:
+        summary["repredicted"] = predict_unreviewed(
+            engine, project, result.model, model_version=mv.version, model_version_id=mv.id,
+            bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.85, 1.0),
+        )
+    if progress is not None:
+        progress(result.decision.reason, 1.0)
+    return summary
+
+
+def activate_and_repredict(
+    engine: Engine, project: str, version: str, actor: str, *, progress: Progress | None = None
+) -> int:
+    """Activate (or roll back to) a version and re-predict the queue with it."""
+    from deid_core.model import DeidModel
+    from deid_core.ui.queue import predict_unreviewed
+
+    mv = repo.activate_model_version(engine, project, version, actor=actor)
+    if not Path(mv.artifact_path).is_dir():
+        raise DeidError(f"model version {version!r} has no directory at its artifact path")
+    model = DeidModel.load(mv.artifact_path)
+    bias = float(repo.get_project(engine, project).settings.get("bias", 0.0))
+    return predict_unreviewed(engine, project, model, model_version=mv.version,
+                              model_version_id=mv.id, bias=bias, progress=progress)
+
+
+def order_queue_by_strategy(
+    engine: Engine, project: str, strategy: str, actor: str, *, progress: Progress | None = None
+) -> int:
+    """Score every unreviewed note with the strategy and store it as the queue order."""
+    from deid_core.active import get_strategy, rank_pool
+    from deid_core.model import DeidModel
+
+    info = get_strategy(strategy)
+    mv = repo.active_model_version(engine, project)
+    model = None
+    if info.scorer is not None:
+        if mv is None or not Path(mv.artifact_path).is_dir():
+            raise DeidError(f"strategy {strategy!r} needs an active model")
+        model = DeidModel.load(mv.artifact_path)
+    pool = list(repo.unreviewed_documents(engine, project))
+    ids = {doc.id: doc_id for doc_id, doc in pool}
+    docs = [doc for _doc_id, doc in pool]
+    preds = None
+    if model is not None:
+        preds = []
+        for k, doc in enumerate(docs):
+            preds.append(model.predict(doc, bias=0.0))
+            if progress is not None and k % 10 == 0:
+                progress(f"scoring {k + 1} of {len(docs)} notes", 0.9 * (k + 1) / max(1, len(docs)))
+    scores = rank_pool(strategy, docs, model=model, predictions=preds)
+    n = repo.set_queue_scores(engine, project, strategy, {ids[k]: v for k, v in scores.items()},
+                              model_version=mv.version if mv else None, actor=actor)
+    repo.update_project_settings(engine, project, {"strategy": strategy}, actor=actor)
+    if progress is not None:
+        progress(f"ordered {n} notes by {strategy}", 1.0)
+    return n

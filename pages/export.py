@@ -1,0 +1,92 @@
+"""Export (admin): de-identified corpus with manifest and leak check, downloadable as a zip."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import streamlit as st
+
+from deid_core.errors import DeidError, LeakDetected
+from deid_core.export import FORMATS, ExportConfig, export_corpus
+from deid_core.operators import OperatorConfig, OperatorSpec
+from deid_core.schemes import load_scheme
+from deid_core.store.audit import record_event
+from deid_core.store.engine import write_session
+from deid_core.store.repository import status_counts
+from deid_core.surrogate_map import InMemorySurrogateMapping, export_mapping
+from deid_core.ui.exporting import data_dir, export_items, project_secret, zip_folder
+from deid_core.ui.resources import guard
+
+ctx = guard("export")
+project = ctx.need_project()
+st.title("Export")
+counts = status_counts(ctx.engine, project.name)
+st.caption(f"{counts['reviewed']} reviewed and {counts['new'] + counts['in_review']} unreviewed notes"
+           f" in {project.name}.")
+
+MODES = {"surrogate": "Realistic surrogates (names, dates shifted per patient, ...)",
+         "tag": "Tags such as [**PATIENT**]", "redact": "[REDACTED]"}
+mode = st.radio("Replace PHI with", list(MODES), format_func=MODES.get, key="exp_mode")
+scheme = load_scheme(project.scheme)
+with st.expander("Per-label operators"):
+    overrides = {}
+    cols = st.columns(3)
+    for i, label in enumerate(scheme.names):
+        choice = cols[i % 3].selectbox(label, ["(default)", "surrogate", "tag", "redact", "keep"],
+                                       key=f"exp_op_{label}")
+        if choice != "(default)":
+            overrides[label] = OperatorSpec(choice)
+formats = st.multiselect("Formats", list(FORMATS), default=["jsonl", "txt"], key="exp_formats")
+include = st.checkbox("Include unreviewed notes (model predictions only)", key="exp_include")
+confirm = False
+if include:
+    confirm = st.checkbox(
+        "I understand unreviewed notes may still contain PHI the model missed; this is recorded"
+        " in the manifest.", key="exp_confirm")
+with_mapping = st.checkbox("Also download the surrogate mapping (admin only; keep it safe)",
+                           key="exp_mapping")
+
+if st.button("Export", type="primary", disabled=not formats or (include and not confirm),
+             key="exp_go"):
+    bar = st.progress(0.0, text="Collecting notes")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = data_dir() / "exports" / f"{project.name}-{stamp}"
+    try:
+        ops = OperatorConfig(lang=project.lang, scheme=project.scheme, default=OperatorSpec(mode),
+                             per_label=overrides)
+        config = ExportConfig(ops, tuple(formats), include_unreviewed=include)
+        items = export_items(ctx.engine, project.name, include_unreviewed=include)
+        mapping = InMemorySurrogateMapping()
+        engine, actor = ctx.engine, ctx.user.username
+
+        def audit(summary: dict) -> None:
+            with write_session(engine) as s:
+                record_event(s, actor, "export", "project", project.id, project_id=project.id,
+                             after=summary)
+
+        result = export_corpus(
+            items, out, config=config, secret=project_secret(project.id), mapping=mapping,
+            confirm_unreviewed=confirm, project=project.name, actor=actor,
+            progress=lambda m, f: bar.progress(min(f, 1.0), text=m), audit=audit,
+        )
+    except LeakDetected as exc:
+        bar.empty()
+        st.error(f"Export stopped by the leak check: {exc}")
+    except DeidError as exc:
+        bar.empty()
+        st.error(f"Nothing was exported: {exc}")
+    else:
+        bar.progress(1.0, text="Done")
+        m = result.manifest
+        st.success(f"Exported {m['documents']} notes and {m['spans']} spans to {result.path};"
+                   f" leak check: {m['leak_check']['leaks']} leak(s).")
+        st.json({k: m[k] for k in ("documents", "spans", "formats", "scope") if k in m},
+                expanded=False)
+        st.download_button("Download the export (.zip)", zip_folder(result.path),
+                           file_name=f"{result.path.name}.zip", mime="application/zip",
+                           key="exp_download")
+        if with_mapping:
+            path = result.path.parent / f"{result.path.name}.mapping.jsonl"
+            n = export_mapping(mapping, path, role=ctx.user.role)
+            st.download_button(f"Download the surrogate mapping ({n} entries)", path.read_bytes(),
+                               file_name=path.name, key="exp_mapping_download")

@@ -1,0 +1,86 @@
+"""Import (admin): create a project, upload notes in any supported format, choose annotations."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from deid_core.errors import DeidError
+from deid_core.schemes import BUILTIN_SCHEMES
+from deid_core.store import repository as repo
+from deid_core.store.importers import FORMATS, import_paths
+from deid_core.ui.resources import guard
+
+ctx = guard("import")
+st.title("Import")
+
+with st.expander("Create a project", expanded=ctx.project is None):
+    with st.form("create_project"):
+        name = st.text_input("Name", key="new_project")
+        lang = st.selectbox("Language", ["en", "es"], key="new_project_lang")
+        scheme = st.selectbox("Label scheme", list(BUILTIN_SCHEMES), key="new_project_scheme")
+        if st.form_submit_button("Create"):
+            try:
+                repo.create_project(ctx.engine, name.strip(), lang=lang, scheme=scheme,
+                                    actor=ctx.user.username)
+            except DeidError as exc:
+                st.error(str(exc))
+            else:
+                st.session_state["project"] = name.strip()
+                st.rerun()
+
+project = ctx.need_project()
+st.write(f"Importing into **{project.name}** ({project.lang}, {project.scheme}).")
+HELP = {
+    "jsonl": "JSON Lines in the shared span format (.jsonl)",
+    "txt": "Plain text notes (.txt files or a .zip of them)",
+    "csv": "A CSV with one note per row; pick the columns below",
+    "brat": "BRAT standoff: select the .txt and .ann files together",
+    "i2b2": "i2b2 2014 XML files (.xml)",
+}
+fmt = st.selectbox("Format", list(FORMATS), format_func=lambda f: f"{f}: {HELP.get(f, '')}", key="imp_fmt")
+files = st.file_uploader("Files", accept_multiple_files=True, key="imp_files")
+spanless = fmt in ("txt", "csv")
+annotations = st.radio(
+    "Existing annotations come in as",
+    ["none", "gold", "predictions"], horizontal=True, disabled=spanless, key="imp_ann",
+    format_func={"none": "ignored", "gold": "reviewed (gold)", "predictions": "predictions to review"}.get,
+)
+text_col, id_col, patient_col = "text", None, None
+if fmt == "csv":
+    c1, c2, c3 = st.columns(3)
+    text_col = c1.text_input("Text column", "text", key="imp_text_col")
+    id_col = c2.text_input("Id column (optional)", "", key="imp_id_col") or None
+    patient_col = c3.text_input("Patient column (optional)", "", key="imp_patient_col") or None
+
+if st.button("Import", type="primary", disabled=not files, key="imp_go"):
+    bar = st.progress(0.0, text="Reading files")
+    with tempfile.TemporaryDirectory(prefix="deid-import-") as tmp:
+        paths = []
+        for f in files:
+            target = Path(tmp) / Path(f.name).name
+            target.write_bytes(f.getvalue())
+            paths.append(target)
+        if fmt == "brat":
+            paths = [Path(tmp)]  # .txt/.ann pairs: the folder is the unit
+        try:
+            result = import_paths(
+                ctx.engine, project.name, paths, fmt=fmt,
+                annotations="none" if spanless else annotations,
+                text_column=text_col, id_column=id_col, patient_column=patient_col,
+                actor=ctx.user.username,
+                progress=lambda message, fraction: bar.progress(min(fraction, 1.0), text=message),
+            )
+        except DeidError as exc:
+            bar.empty()
+            st.error(f"Nothing was imported: {exc}")
+        else:
+            bar.progress(1.0, text="Done")
+            st.success(f"Imported {result.n_imported} notes with {result.n_spans} spans"
+                       f" (batch {result.batch_id}).")
+            if result.duplicates:
+                st.warning(f"Skipped {result.n_duplicates} duplicate note(s) already in the project.")
+                st.dataframe([{"note": d.external_id, "same text as": d.existing_external_id}
+                              for d in result.duplicates], hide_index=True)

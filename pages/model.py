@@ -1,0 +1,152 @@
+"""Model (admin): retrain in the background, versions with held-out metrics, activate/roll back,
+learning curve, queue strategy and the history of decisions with their reasons."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from deid_core.active import strategy_descriptions
+from deid_core.registry import RetrainPolicy, learning_curve
+from deid_core.store import repository as repo
+from deid_core.ui.jobs import get_job, start_job
+from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
+from deid_core.ui.resources import guard
+
+ctx = guard("model")
+project = ctx.need_project()
+actor = ctx.user.username
+st.title("Model")
+
+versions = repo.list_model_versions(ctx.engine, project.name)
+active = next((v for v in versions if v.active), None)
+counts = repo.status_counts(ctx.engine, project.name)
+policy = RetrainPolicy.from_settings(project.settings)
+trained_on = active.n_train_docs if active is not None else 0
+st.caption(
+    f"Active model: **{active.version if active else 'none'}** · {counts['reviewed']} reviewed notes"
+    f" · retraining policy: every {policy.retrain_every} newly reviewed notes"
+)
+
+JOB = f"model:{project.id}"
+
+
+def launch(label: str, work) -> None:  # type: ignore[no-untyped-def]
+    start_job(JOB, label, work)
+    st.rerun()
+
+
+job = get_job(JOB)
+busy = job is not None and job.running
+c1, c2 = st.columns([1, 3])
+if c1.button("Retrain now", type="primary", disabled=busy or counts["reviewed"] < 2, key="retrain"):
+    engine, name = ctx.engine, project.name
+    launch("Retraining", lambda progress: retrain_project(engine, name, actor, progress=progress))
+c2.caption("Trains on every reviewed note (imported gold included), compares the candidate with"
+           " the active model on notes neither trained on, and activates it only if it is not"
+           " worse. Runs in the background: keep reviewing.")
+
+
+@st.fragment(run_every=1.0)
+def job_panel() -> None:
+    j = get_job(JOB)
+    if j is None:
+        return
+    snap = j.snapshot()
+    if snap["status"] == "running":
+        st.progress(snap["fraction"], text=f"{snap['label']}: {snap['message']}")
+    elif snap["status"] == "failed":
+        st.error(f"{snap['label']} failed: {snap['error']}")
+    else:
+        result = j.result
+        if isinstance(result, dict) and "accepted" in result:
+            (st.success if result["accepted"] else st.warning)(
+                f"Model {result['version']}: {result['reason']}"
+                f" ({result['n_train_docs']} notes, {result['seconds']} s;"
+                f" {result['repredicted']} notes re-predicted)"
+            )
+        else:
+            st.success(f"{snap['label']}: done ({snap['message']})")
+
+
+job_panel()
+
+st.subheader("Versions")
+if not versions:
+    st.info("No model yet. Review some notes (or import gold) and press Retrain now.")
+else:
+    rows = []
+    for v in reversed(versions):
+        ev = (v.metrics or {}).get("evaluation") or {}
+        cand = ev.get("candidate") or {}
+        rows.append({
+            "version": v.version, "active": v.active, "created": v.created_at,
+            "trained on": v.n_train_docs, "parent": v.parent_version,
+            "held-out strict F1": cand.get("strict_f1"), "held-out char recall": cand.get("char_recall"),
+            "evaluated on": ev.get("n_eval_docs"), "method": ev.get("method"),
+            "decision": ev.get("decision"),
+        })
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    a1, a2 = st.columns(2)
+    names = [v.version for v in reversed(versions)]
+    pick = a1.selectbox("Version", names, key="model_pick")
+    if a1.button("Activate this version", disabled=busy or (active is not None and pick == active.version),
+                 key="activate"):
+        engine, name = ctx.engine, project.name
+        launch(f"Activating {pick}", lambda progress: activate_and_repredict(
+            engine, name, pick, actor, progress=progress))
+    parent = active.parent_version if active is not None else None
+    if a2.button(f"Roll back to {parent}" if parent else "Roll back", disabled=busy or not parent,
+                 key="rollback"):
+        engine, name = ctx.engine, project.name
+        launch(f"Rolling back to {parent}", lambda progress: activate_and_repredict(
+            engine, name, str(parent), actor, progress=progress))
+
+st.subheader("Learning curve")
+curve = learning_curve([{"version": v.version, "created_at": v.created_at, "metrics": v.metrics}
+                        for v in versions])
+if not curve:
+    st.info("The curve appears after the first retrain: held-out scores against reviewed notes.")
+else:
+    frame = pd.DataFrame(curve)
+    long = frame.melt(id_vars=["version", "docs", "tokens", "accepted"],
+                      value_vars=["strict_f1", "char_recall"], var_name="measure")
+    base = alt.Chart(long).encode(
+        y=alt.Y("value:Q", scale=alt.Scale(zero=False), title="held-out score"),
+        color=alt.Color("measure:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["version", "docs", "tokens", "measure", alt.Tooltip("value:Q", format=".3f"), "accepted"],
+    )
+    by_docs = (base.mark_line(point=True).encode(x=alt.X("docs:Q", title="reviewed notes trained on"))
+               .properties(width=320, height=260))
+    by_tokens = (base.mark_line(point=True).encode(x=alt.X("tokens:Q", title="tokens trained on"))
+                 .properties(width=320, height=260))
+    st.altair_chart(alt.hconcat(by_docs, by_tokens), width="content")
+
+st.subheader("Queue order (active learning)")
+strategies = strategy_descriptions()
+by_name = {s["name"]: s for s in strategies}
+current = project.settings.get("strategy", "least_confident")
+choice = st.selectbox("Strategy", list(by_name), index=list(by_name).index(current) if current in by_name else 0,
+                      format_func=lambda n: by_name[n]["title"], key="strategy")
+st.caption(by_name[choice]["description"])
+if st.button("Order the queue with this strategy", disabled=busy, key="apply_strategy"):
+    engine, name = ctx.engine, project.name
+    launch(f"Ordering the queue by {choice}", lambda progress: order_queue_by_strategy(
+        engine, name, choice, actor, progress=progress))
+
+with st.expander("Retraining policy"):
+    every = st.number_input("Retrain after this many newly reviewed notes", 1, 10_000,
+                            value=int(policy.retrain_every), key="retrain_every")
+    if st.button("Save policy", key="save_policy"):
+        repo.update_project_settings(ctx.engine, project.name, {"retrain_every": int(every)}, actor=actor)
+        st.success("Saved.")
+
+st.subheader("History")
+if curve:
+    st.dataframe(pd.DataFrame([{"version": p["version"], "created": p["created_at"],
+                                "decision": "activated" if p["accepted"] else "rejected",
+                                "reason": p["reason"]} for p in reversed(curve)]),
+                 hide_index=True, width="stretch")
+else:
+    st.caption("No retraining decisions yet.")
