@@ -259,15 +259,16 @@ def format_report(result: Mapping[str, Any]) -> str:
             + ", ".join(f"{lab} {v['missed_chars']} ({100 * (1 - v['recall']):.1f}%)" for lab, v in leaks[:5])
         )
     lines.append("")
+    width = max([22] + [len(label) + 1 for label in result["strict"]["per_label"]])
     lines.append(
-        f"{'label':<22} {'strict P':>8} {'strict R':>8} {'strict F1':>9}"
+        f"{'label':<{width}} {'strict P':>8} {'strict R':>8} {'strict F1':>9}"
         f" {'relax F1':>8} {'token F1':>8} {'support':>8}"
     )
     for label, m in result["strict"]["per_label"].items():
         relaxed = result["relaxed"]["per_label"].get(label, {}).get("f1", 0.0)
         token = result["token"]["per_label"].get(label, {}).get("f1", 0.0)
         lines.append(
-            f"{label:<22} {m['precision']:>8.4f} {m['recall']:>8.4f} {m['f1']:>9.4f}"
+            f"{label:<{width}} {m['precision']:>8.4f} {m['recall']:>8.4f} {m['f1']:>9.4f}"
             f" {relaxed:>8.4f} {token:>8.4f} {m['support']:>8}"
         )
     if result["strict"].get("per_category"):
