@@ -1,0 +1,725 @@
+"""The trained de-identification model: training, prediction and the model directory.
+
+A prediction runs the stages of CONVENTIONS.md as plain functions over spans:
+tokenise -> rules -> features -> emissions -> Viterbi (with the O-label bias)
+-> merge rule and CRF spans -> post-process. ``encode`` does everything that
+does not depend on the bias once, so that the review app can re-decode a
+note at a new bias, or draw the whole bias curve, without recomputing
+features.
+
+A model directory is versioned (``manifest.json`` carries
+``format_version``) and written atomically: it is built in a temporary
+directory beside the target and renamed into place, so a crash never leaves
+half a model. A model built from notes contains words from those notes (the
+CRF attributes, the gazetteer): treat the directory as PHI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from deid_core.crf import CRFParams, CRFWeights, read_weights, train_crf
+from deid_core.decoder import (
+    EmissionScorer,
+    forward_backward,
+    path_scores,
+    viterbi,
+    viterbi_sweep,
+)
+from deid_core.errors import ModelError
+from deid_core.features import FeatureConfig, FeatureExtractor
+from deid_core.gazetteers import Gazetteer, build_gazetteer, load_word_list, merge_gazetteers
+from deid_core.merge import merge_spans
+from deid_core.postprocess import PostFilter, apply_filters, load_filters
+from deid_core.rules import RuleSet, load_rules
+from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
+from deid_core.spans import Document, Span
+from deid_core.tagging import OUTSIDE, spans_to_tags, tags_to_spans
+from deid_core.tokenize import Token, Tokenized, tokenize
+
+log = logging.getLogger(__name__)
+
+MODEL_FORMAT_VERSION = 1
+ProgressFn = Callable[[str, float], None]
+
+MANIFEST = "manifest.json"
+CRF_FILE = "model.crfsuite"
+FEATURES_FILE = "features.json"
+SCHEME_FILE = "scheme.yaml"
+RULE_MAP_FILE = "rule_mapping.json"
+GAZETTEER_FILE = "gazetteer.json"
+TRAINING_FILE = "training.json"
+METRICS_FILE = "metrics.json"
+REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that shapes a model. Defaults come from ``bench/engine_hparam_search.py``."""
+
+    algorithm: str = "lbfgs"
+    c1: float = 0.05
+    c2: float = 0.01
+    max_iterations: int = 150
+    min_freq: int = 1
+    all_possible_transitions: bool = True
+    epsilon: float = 1e-4
+    features: FeatureConfig = field(default_factory=FeatureConfig)
+    gazetteer_min_count: int = 2
+    gazetteer_min_precision: float = 0.5
+    #: Gazetteer features for training notes come from the other folds, so the
+    #: CRF learns how far to trust a gazetteer hit on notes it has not seen.
+    gazetteer_folds: int = 2
+    word_lists: tuple[str, ...] = ()  # "path" (LABEL<TAB>phrase lines) or "LABEL=path"
+    rules_path: str | None = None  # None: the built-in rules for the language
+    filters_path: str | None = None  # None: the built-in post-filters for the language
+    use_filters: bool = True
+    rule_map_min_precision: float = 0.7
+    rule_map_min_count: int = 3
+    seed: int = 0
+
+    def crf_params(self) -> CRFParams:
+        return CRFParams(
+            algorithm=self.algorithm,
+            c1=self.c1,
+            c2=self.c2,
+            max_iterations=self.max_iterations,
+            min_freq=self.min_freq,
+            all_possible_transitions=self.all_possible_transitions,
+            epsilon=self.epsilon,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, FeatureConfig):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in raw.items() if k in known}
+        if isinstance(kwargs.get("features"), dict):
+            kwargs["features"] = FeatureConfig.from_dict(kwargs["features"])
+        if "word_lists" in kwargs:
+            kwargs["word_lists"] = tuple(kwargs["word_lists"])
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A note with everything the bias does not change: tokens, emissions, marginals, rule spans."""
+
+    doc_id: str
+    text: str
+    tokens: tuple[Token, ...]
+    sentences: tuple[tuple[int, int], ...]
+    emissions: np.ndarray  # (n_tokens, n_tags), unbiased
+    marginals: np.ndarray  # (n_tokens, n_tags), unbiased
+    log_z: np.ndarray  # (n_sentences,)
+    rule_spans: tuple[Span, ...]  # matches of rules mapped to a scheme label, ready to merge
+
+
+@dataclass(frozen=True)
+class Prediction:
+    doc_id: str
+    spans: tuple[Span, ...]
+    logprob: float  # log P(y*|x) of the document: the sum over sentences
+    logprob_per_token: float
+    sentence_logprobs: tuple[float, ...]
+    n_tokens: int
+    tokens: tuple[Token, ...]
+    tags: tuple[str, ...]
+    tag_names: tuple[str, ...]
+    marginals: np.ndarray = field(repr=False, compare=False)
+    model_version: str = ""
+    bias: float = 0.0
+
+    def near_misses(self, threshold: float = 0.2) -> list[Span]:
+        """Tokens left outside every span whose P(not O) >= threshold: where a reviewer should look.
+
+        One span per token; label = the most likely non-O label, score = P(not O).
+        """
+        if not self.n_tokens:
+            return []
+        o = self.tag_names.index(OUTSIDE)
+        p_phi = 1.0 - self.marginals[:, o]
+        masked = self.marginals.copy()
+        masked[:, o] = -1.0
+        best = masked.argmax(axis=1)
+        covered = np.zeros(self.n_tokens, dtype=bool)
+        starts = np.array([t.start for t in self.tokens])
+        ends = np.array([t.end for t in self.tokens])
+        for span in self.spans:
+            covered |= (starts < span.end) & (ends > span.start)
+        out = []
+        for k in np.flatnonzero((p_phi >= threshold) & ~covered).tolist():
+            tok = self.tokens[k]
+            label = self.tag_names[int(best[k])].split("-", 1)[-1]
+            out.append(Span(tok.start, tok.end, label, f"crf:{self.model_version}", float(p_phi[k])))
+        return out
+
+    def to_document(self, doc: Document) -> Document:
+        if doc.id != self.doc_id:
+            raise ModelError(f"prediction for document {self.doc_id!r} applied to {doc.id!r}")
+        return Document(doc.id, doc.text, self.spans, dict(doc.meta)).with_meta(
+            logprob=self.logprob,
+            logprob_per_token=self.logprob_per_token,
+            model_version=self.model_version,
+            bias=self.bias,
+        )
+
+
+# -- rule label mapping ----------------------------------------------------------------
+
+
+def learn_rule_mapping(
+    pairs: Iterable[tuple[Sequence[Span], Sequence[Span]]],
+    *,
+    min_precision: float = 0.7,
+    min_count: int = 3,
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Map each rule (by source) to the gold label its matches coincide with most often.
+
+    ``pairs`` are ``(rule spans, gold spans)`` per document. A rule is mapped
+    only when that coincidence (exact offsets) holds for ``min_precision`` of
+    its matches; other rules stay features only. Returns the mapping and the
+    per-rule counts that justify it.
+    """
+    matches: Counter[str] = Counter()
+    agree: dict[str, Counter[str]] = defaultdict(Counter)
+    for rule_spans, gold in pairs:
+        by_offsets = {(g.start, g.end): g.label for g in gold}
+        for s in rule_spans:
+            matches[s.source] += 1
+            label = by_offsets.get((s.start, s.end))
+            if label is not None:
+                agree[s.source][label] += 1
+    mapping: dict[str, str] = {}
+    stats: dict[str, dict[str, Any]] = {}
+    for source, n in sorted(matches.items()):
+        best_label, best = (agree[source].most_common(1) or [(None, 0)])[0]
+        precision = best / n if n else 0.0
+        stats[source] = {"matches": n, "label": best_label, "agree": best, "precision": round(precision, 4)}
+        if best_label is not None and n >= min_count and precision >= min_precision:
+            mapping[source] = best_label
+    return mapping, stats
+
+
+# -- the model -------------------------------------------------------------------------------
+
+
+def _scheme_to_dict(scheme: LabelScheme) -> dict[str, Any]:
+    return {
+        "name": scheme.name,
+        "language": scheme.language,
+        "labels": {
+            i.name: {"category": i.category, "hipaa": i.hipaa, "colour": i.colour} for i in scheme.labels
+        },
+    }
+
+
+def _scheme_from_dict(raw: Any, origin: str) -> LabelScheme:
+    if not isinstance(raw, dict) or not isinstance(raw.get("labels"), dict):
+        raise ModelError(f"{origin}: a label scheme needs a 'labels' mapping")
+    infos = tuple(
+        LabelInfo(str(k), str(v.get("category", "OTHER")), bool(v.get("hipaa", False)), str(v.get("colour", "#999999")))
+        for k, v in raw["labels"].items()
+    )
+    return LabelScheme(str(raw.get("name", origin)), str(raw.get("language", "en")), infos)
+
+
+class DeidModel:
+    """A trained tagger: CRF weights, feature extractor, rules, mapping and filters."""
+
+    def __init__(
+        self,
+        *,
+        crf_bytes: bytes,
+        lang: str,
+        scheme: LabelScheme,
+        config: TrainConfig,
+        gazetteer: Gazetteer,
+        rule_mapping: dict[str, str],
+        metadata: dict[str, Any],
+        metrics: dict[str, Any] | None = None,
+        version: str | None = None,
+        weights: CRFWeights | None = None,
+    ) -> None:
+        self.lang = lang
+        self.scheme = scheme
+        self.config = config
+        self.gazetteer = gazetteer
+        self.rule_mapping = dict(rule_mapping)
+        self.metadata = dict(metadata)
+        self.metrics: dict[str, Any] = dict(metrics or {})
+        self._crf_bytes = crf_bytes
+        digest = hashlib.sha256(crf_bytes).hexdigest()
+        self.version = version or f"{lang}-{digest[:12]}"
+        if weights is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / CRF_FILE
+                path.write_bytes(crf_bytes)
+                weights = read_weights(path)
+        self.weights = weights
+        self.tag_names: tuple[str, ...] = tuple(weights.labels)
+        if OUTSIDE not in self.tag_names:
+            raise ModelError(f"model {self.version} has no {OUTSIDE!r} tag")
+        self.o_index = self.tag_names.index(OUTSIDE)
+        self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
+        self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
+        self._scorer = EmissionScorer(weights, self.extractor.type_features)
+        self.rules: RuleSet | None = (
+            load_rules(lang, config.rules_path) if config.features.rules or rule_mapping else None
+        )
+        self.filters: list[PostFilter] = (
+            load_filters(lang, config.filters_path) if config.use_filters else []
+        )
+
+    # -- prediction ---------------------------------------------------------------
+
+    def _rule_spans(self, text: str) -> list[Span]:
+        return self.rules.find(text) if self.rules is not None else []
+
+    def encode(self, doc: Document) -> Encoded:
+        tok = tokenize(doc.text, self.lang)
+        raw_rules = self._rule_spans(doc.text)
+        mapped = tuple(
+            Span(s.start, s.end, self.rule_mapping[s.source], s.source, s.score)
+            for s in raw_rules
+            if s.source in self.rule_mapping
+        )
+        n_tags = len(self.tag_names)
+        if not tok.tokens:
+            empty = np.zeros((0, n_tags))
+            return Encoded(doc.id, doc.text, (), (), empty, empty, np.zeros(0), mapped)
+        fx = self.extractor
+        emissions = self._scorer.emissions(
+            fx.offsets, fx.window_words(tok), fx.context_features(tok, raw_rules)
+        )
+        marginals, log_z = forward_backward(emissions, tok.sentences, self.weights.transitions)
+        return Encoded(
+            doc.id, doc.text, tok.tokens, tok.sentences, emissions, marginals, log_z, mapped
+        )
+
+    def decode(self, encoded: Encoded, bias: float = 0.0) -> Prediction:
+        """Spans at ``bias`` (added to the O score at every token; ``< 0`` favours recall)."""
+        path = None
+        if encoded.tokens:
+            path, _ = viterbi(
+                encoded.emissions, encoded.sentences, self.weights.transitions,
+                bias=float(bias), o_index=self.o_index,
+            )
+        return self._prediction(encoded, path, float(bias))
+
+    def decode_many(self, encoded: Encoded, biases: Sequence[float]) -> list[Prediction]:
+        """Predictions at several biases, re-decoding only sentences whose path can change."""
+        if not encoded.tokens:
+            return [self._prediction(encoded, None, float(b)) for b in biases]
+        paths = viterbi_sweep(
+            encoded.emissions, encoded.sentences, self.weights.transitions, biases, self.o_index
+        )
+        return [self._prediction(encoded, p, float(b)) for p, b in zip(paths, biases)]
+
+    def _prediction(self, encoded: Encoded, path: np.ndarray | None, bias: float) -> Prediction:
+        source = f"crf:{self.version}"
+        if path is not None:
+            unbiased = path_scores(encoded.emissions, encoded.sentences, self.weights.transitions, path)
+            sentence_lp = unbiased - encoded.log_z
+            tags = tuple(self.tag_names[i] for i in path.tolist())
+            scores = encoded.marginals[np.arange(len(path)), path]
+            crf_spans = tags_to_spans(encoded.tokens, tags, source=source, scores=scores)
+        else:
+            sentence_lp = np.zeros(0)
+            tags = ()
+            crf_spans = []
+        spans = merge_spans([*encoded.rule_spans, *crf_spans])
+        if self.filters:
+            spans = apply_filters(encoded.text, spans, self.filters)
+        n = len(encoded.tokens)
+        total = float(sentence_lp.sum())
+        return Prediction(
+            doc_id=encoded.doc_id,
+            spans=tuple(spans),
+            logprob=total,
+            logprob_per_token=total / n if n else 0.0,
+            sentence_logprobs=tuple(float(x) for x in sentence_lp),
+            n_tokens=n,
+            tokens=encoded.tokens,
+            tags=tags,
+            tag_names=self.tag_names,
+            marginals=encoded.marginals,
+            model_version=self.version,
+            bias=bias,
+        )
+
+    def predict(self, doc: Document, bias: float = 0.0) -> Prediction:
+        return self.decode(self.encode(doc), bias)
+
+    def predict_many(
+        self,
+        docs: Sequence[Document],
+        bias: float = 0.0,
+        progress: bool | ProgressFn = False,
+    ) -> list[Prediction]:
+        """Predict a corpus; ``progress=True`` shows a tqdm bar, a callable gets ``(message, fraction)``."""
+        out = []
+        iterable: Iterable[Document] = docs
+        if progress is True:
+            from tqdm import tqdm
+
+            iterable = tqdm(docs, desc="tagging", unit="doc")
+        n = max(1, len(docs))
+        for i, doc in enumerate(iterable):
+            out.append(self.predict(doc, bias))
+            if callable(progress):
+                progress(f"tagged {i + 1} of {len(docs)}", (i + 1) / n)
+        return out
+
+    # -- persistence --------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model directory atomically (build beside the target, then rename)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            self._write_files(tmp)
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    def _write_files(self, directory: Path) -> None:
+        def dump(name: str, obj: Any) -> None:
+            (directory / name).write_text(
+                json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8"
+            )
+
+        (directory / CRF_FILE).write_bytes(self._crf_bytes)
+        dump(FEATURES_FILE, {"lang": self.lang, "train_config": self.config.to_dict()})
+        (directory / SCHEME_FILE).write_text(
+            yaml.safe_dump(_scheme_to_dict(self.scheme), allow_unicode=True, sort_keys=False),
+            encoding="utf-8",
+        )
+        dump(RULE_MAP_FILE, {"mapping": self.rule_mapping})
+        self.gazetteer.save(directory / GAZETTEER_FILE)
+        dump(TRAINING_FILE, self.metadata)
+        dump(METRICS_FILE, self.metrics)
+        files = {}
+        for name in (*REQUIRED_FILES, METRICS_FILE):
+            files[name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
+        # The manifest goes last: a directory without it was never finished.
+        dump(MANIFEST, {
+            "format_version": MODEL_FORMAT_VERSION,
+            "version": self.version,
+            "lang": self.lang,
+            "created": self.metadata.get("created"),
+            "files": files,
+        })
+
+    @classmethod
+    def load(cls, path: str | Path) -> DeidModel:
+        directory = Path(path)
+        if not directory.is_dir():
+            raise ModelError(f"{directory}: model directory does not exist")
+        manifest = _read_json(directory / MANIFEST)
+        if not isinstance(manifest, dict) or manifest.get("format_version") != MODEL_FORMAT_VERSION:
+            raise ModelError(
+                f"{directory / MANIFEST}: unknown model format version"
+                f" {manifest.get('format_version') if isinstance(manifest, dict) else None!r}"
+                f" (this library reads version {MODEL_FORMAT_VERSION})"
+            )
+        for name in REQUIRED_FILES:
+            if not (directory / name).is_file():
+                raise ModelError(f"{directory / name}: missing from the model directory")
+        expected = manifest.get("files", {})
+        for name, digest in expected.items():
+            file = directory / name
+            if file.is_file() and hashlib.sha256(file.read_bytes()).hexdigest() != digest:
+                raise ModelError(f"{file}: does not match the checksum in {MANIFEST}")
+        feats = _read_json(directory / FEATURES_FILE)
+        try:
+            config = TrainConfig.from_dict(feats["train_config"])
+            lang = str(feats["lang"])
+        except (KeyError, TypeError) as exc:
+            raise ModelError(f"{directory / FEATURES_FILE}: malformed feature configuration") from exc
+        try:
+            scheme_raw = yaml.safe_load((directory / SCHEME_FILE).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ModelError(f"{directory / SCHEME_FILE}: cannot read label scheme") from exc
+        mapping = _read_json(directory / RULE_MAP_FILE)
+        if not isinstance(mapping, dict) or not isinstance(mapping.get("mapping"), dict):
+            raise ModelError(f"{directory / RULE_MAP_FILE}: malformed rule mapping")
+        metrics_file = directory / METRICS_FILE
+        metrics = _read_json(metrics_file) if metrics_file.is_file() else {}
+        return cls(
+            crf_bytes=(directory / CRF_FILE).read_bytes(),
+            lang=lang,
+            scheme=_scheme_from_dict(scheme_raw, str(directory / SCHEME_FILE)),
+            config=config,
+            gazetteer=Gazetteer.load(directory / GAZETTEER_FILE),
+            rule_mapping={str(k): str(v) for k, v in mapping["mapping"].items()},
+            metadata=_read_json(directory / TRAINING_FILE),
+            metrics=metrics,
+            version=str(manifest.get("version")),
+            weights=read_weights(directory / CRF_FILE),
+        )
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise ModelError(f"{path}: missing from the model directory")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ModelError(f"{path}: cannot read ({type(exc).__name__})") from exc
+
+
+# -- training -------------------------------------------------------------------------------
+
+
+def _word_list_gazetteer(specs: Sequence[str], lang: str) -> Gazetteer:
+    parts = []
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if sep and label and not os.path.exists(spec):
+            parts.append(load_word_list(path, label, lang=lang))
+        else:
+            parts.append(load_word_list(spec, None, lang=lang))
+    return merge_gazetteers(*parts)
+
+
+def train_model(
+    docs: Sequence[Document],
+    *,
+    lang: str,
+    scheme: LabelScheme | None = None,
+    config: TrainConfig | None = None,
+    progress: ProgressFn | None = None,
+) -> DeidModel:
+    """Train a model on gold documents. ``progress(message, fraction)`` reports each stage."""
+    config = config or TrainConfig()
+    if not docs:
+        raise ModelError("cannot train a model on an empty corpus")
+
+    def report(message: str, fraction: float) -> None:
+        if progress is not None:
+            progress(message, max(0.0, min(1.0, fraction)))
+
+    started = time.perf_counter()
+    corpus_labels = sorted({s.label for d in docs for s in d.spans})
+    if scheme is None:
+        scheme = scheme_from_labels(f"from-corpus-{lang}", corpus_labels, lang)
+    unknown = sorted(set(corpus_labels) - set(scheme.names))
+    if unknown:
+        raise ModelError(
+            f"corpus labels {unknown} are not in label scheme {scheme.name!r}; pass a matching scheme"
+        )
+
+    report("tokenising", 0.0)
+    tokenized: list[Tokenized] = []
+    gold_tags: list[list[str]] = []
+    misaligned = dropped = 0
+    for i, doc in enumerate(docs):
+        tok = tokenize(doc.text, lang)
+        alignment = spans_to_tags(tok.tokens, doc.spans, "BIO", snap=True)
+        misaligned += len(alignment.misaligned)
+        dropped += len(alignment.dropped)
+        tokenized.append(tok)
+        gold_tags.append(alignment.tags)
+        if i % 50 == 0:
+            report("tokenising", 0.1 * i / len(docs))
+
+    rules = load_rules(lang, config.rules_path) if config.features.rules else None
+    rule_spans = [rules.find(d.text) if rules is not None else [] for d in docs]
+    mapping, rule_stats = learn_rule_mapping(
+        zip(rule_spans, (d.spans for d in docs)),
+        min_precision=config.rule_map_min_precision,
+        min_count=config.rule_map_min_count,
+    )
+    report("building gazetteers", 0.12)
+    user_gaz = _word_list_gazetteer(config.word_lists, lang) if config.word_lists else Gazetteer()
+
+    def harvest(indices: Iterable[int]) -> Gazetteer:
+        return build_gazetteer(
+            ((tokenized[i].tokens, docs[i].spans) for i in indices),
+            min_count=config.gazetteer_min_count,
+            min_precision=config.gazetteer_min_precision,
+        )
+
+    n_docs = len(docs)
+    use_gaz = config.features.gazetteer
+    full_gaz = merge_gazetteers(harvest(range(n_docs)), user_gaz) if use_gaz else Gazetteer()
+    folds = max(1, config.gazetteer_folds) if use_gaz else 1
+    fold_of = np.random.default_rng(config.seed).permutation(n_docs) % folds
+    extractors = []
+    for k in range(folds):
+        if folds == 1:
+            gaz = full_gaz
+        else:
+            gaz = merge_gazetteers(harvest(i for i in range(n_docs) if fold_of[i] != k), user_gaz)
+        extractors.append(FeatureExtractor(config.features, lang=lang, gazetteer=gaz))
+
+    report("extracting features", 0.15)
+    xs: list[list[list[str]]] = []
+    ys: list[list[str]] = []
+    n_tokens = 0
+    for i, tok in enumerate(tokenized):
+        fx = extractors[int(fold_of[i])]
+        for (a, b), feats in zip(tok.sentences, fx.sentence_features(tok, rule_spans[i])):
+            xs.append(feats)
+            ys.append(gold_tags[i][a:b])
+        n_tokens += len(tok.tokens)
+        if i % 50 == 0:
+            report("extracting features", 0.15 + 0.15 * i / n_docs)
+    if not any(tag != OUTSIDE for y in ys for tag in y):
+        raise ModelError("the training corpus has no PHI spans that align with tokens")
+    features_seconds = time.perf_counter() - started
+
+    params = config.crf_params()
+    with tempfile.TemporaryDirectory(prefix="deid-train-") as tmp:
+        model_file = Path(tmp) / CRF_FILE
+        crf_started = time.perf_counter()
+        train_crf(
+            xs, ys, model_file, params,
+            progress=lambda m, f: report(m, 0.3 + 0.68 * f),
+        )
+        crf_seconds = time.perf_counter() - crf_started
+        crf_bytes = model_file.read_bytes()
+        weights = read_weights(model_file)
+    del xs, ys
+    metadata = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "documents": n_docs,
+        "sentences": sum(len(t.sentences) for t in tokenized),
+        "tokens": n_tokens,
+        "spans": sum(len(d.spans) for d in docs),
+        "misaligned_spans": misaligned,
+        "dropped_spans": dropped,
+        "labels": corpus_labels,
+        "hyperparameters": params.to_dict(),
+        "seed": config.seed,
+        "seconds": {
+            "features": round(features_seconds, 3),
+            "crf": round(crf_seconds, 3),
+            "total": round(time.perf_counter() - started, 3),
+        },
+        "attributes": len(weights.attributes),
+        "gazetteer_entries": len(full_gaz),
+        "rule_stats": rule_stats,
+    }
+    model = DeidModel(
+        crf_bytes=crf_bytes,
+        lang=lang,
+        scheme=scheme,
+        config=config,
+        gazetteer=full_gaz,
+        rule_mapping=mapping,
+        metadata=metadata,
+        weights=weights,
+    )
+    report("trained", 1.0)
+    log.info("trained model %s on %d documents, %d tokens", model.version, n_docs, n_tokens)
+    return model
+
+
+def with_config(config: TrainConfig, **changes: Any) -> TrainConfig:
+    """A copy of ``config`` with some fields changed (``features`` may be a dict of changes)."""
+    feats = changes.pop("features", None)
+    if isinstance(feats, dict):
+        changes["features"] = replace(config.features, **feats)
+    elif feats is not None:
+        changes["features"] = feats
+    return replace(config, **changes)
+
+
+# -- bias sweep ---------------------------------------------------------------------------------
+
+
+def bias_grid(start: float, stop: float, step: float) -> list[float]:
+    """``start, start + step, ..., <= stop`` without float drift (values rounded to 1e-9)."""
+    if step <= 0:
+        raise ModelError(f"bias step must be positive, got {step}")
+    if stop < start:
+        raise ModelError(f"bias range is empty: from {start} to {stop}")
+    n = int(np.floor((stop - start) / step + 1e-9)) + 1
+    return [round(start + i * step, 9) for i in range(n)]
+
+
+def bias_sweep(
+    model: DeidModel,
+    gold: Sequence[Document],
+    biases: Sequence[float],
+    *,
+    progress: ProgressFn | None = None,
+    recall_target: float = 0.99,
+) -> dict[str, Any]:
+    """Strict, token and character P/R/F at each bias (the ``bias-sweep --json`` contract).
+
+    ``first_bias_char_recall_0_99`` is the largest bias (the most
+    precision-friendly end) whose character-level PHI recall reaches
+    ``recall_target``; null when none does. Each note is encoded once.
+    """
+    from deid_core.evaluation import char_prf, strict_prf, token_bounds, token_prf
+
+    grid = sorted(float(b) for b in biases)
+    per_bias: list[list[Document]] = [[] for _ in grid]
+    token_src: dict[str, Any] = {}
+    n = max(1, len(gold))
+    for i, doc in enumerate(gold):
+        encoded = model.encode(doc)
+        token_src[doc.id] = token_bounds(encoded.tokens)
+        for k, pred in enumerate(model.decode_many(encoded, grid)):
+            per_bias[k].append(pred.to_document(doc))
+        if progress is not None:
+            progress(f"decoded {i + 1} of {len(gold)}", 0.8 * (i + 1) / n)
+    points = []
+    for k, b in enumerate(grid):
+        preds = per_bias[k]
+        strict = strict_prf(gold, preds)
+        token = token_prf(gold, preds, lang=model.lang, tokens=token_src)
+        char = char_prf(gold, preds)
+        points.append({
+            "bias": b,
+            "strict": {m: strict[m] for m in ("precision", "recall", "f1")},
+            "token": {m: token[m] for m in ("precision", "recall", "f1")},
+            "char": {m: char[m] for m in ("precision", "recall", "f1")},
+        })
+        if progress is not None:
+            progress(f"scored bias {b:g}", 0.8 + 0.2 * (k + 1) / len(grid))
+    reaching = [p["bias"] for p in points if p["char"]["recall"] >= recall_target]
+    return {
+        "points": points,
+        "first_bias_char_recall_0_99": max(reaching) if reaching else None,
+        "model_version": model.version,
+        "documents": len(gold),
+    }
