@@ -5,7 +5,7 @@
 benchmark's use). ``max_rss_mb`` is the process peak after both.
 Alignment is checked against deid_core.tokenize on the 1,000 notes.
 
-    .venv/bin/python bench/synthetic_speed.py [--n 1000] [--big 20000] [--seed 0]
+    .venv/bin/python bench/synthetic_speed.py [--n 1000] [--big 20000] [--seed 0] [--lang es]
 """
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--big", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lang", default="en")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    docs = generate_notes(args.n, seed=args.seed)
+    docs = generate_notes(args.n, seed=args.seed, lang=args.lang)
     gen_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    aligned = sum(alignment_upper_bound(tokenize(d.text).tokens, d.spans) == 1.0 for d in docs)
+    aligned = sum(alignment_upper_bound(tokenize(d.text, args.lang).tokens, d.spans) == 1.0 for d in docs)
     tok_s = time.perf_counter() - t0
 
     labels = Counter(s.label for d in docs for s in d.spans)
@@ -43,12 +44,13 @@ def main() -> None:
     patients = len({d.meta["patient_id"] for d in docs})
 
     t0 = time.perf_counter()
-    big_chars = sum(len(d.text) for d in iter_notes(args.big, seed=args.seed))
+    big_chars = sum(len(d.text) for d in iter_notes(args.big, seed=args.seed, lang=args.lang))
     big_s = time.perf_counter() - t0
 
     print(json.dumps({
         "n": args.n,
         "seed": args.seed,
+        "lang": args.lang,
         f"generate_{args.n}_s": round(gen_s, 3),
         "notes_per_s": round(args.n / gen_s, 1),
         f"stream_{args.big}_s": round(big_s, 3),

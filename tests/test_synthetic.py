@@ -19,7 +19,14 @@ from deid_core.corpus import document_to_dict, read_jsonl
 from deid_core.errors import UnsupportedFormat
 from deid_core.schemes import load_scheme
 from deid_core.spans import find_overlap
-from deid_core.synthetic import GENERATOR, KINDS, generate_notes, iter_notes, load_templates
+from deid_core.synthetic import (
+    GENERATOR,
+    KINDS,
+    available_kinds,
+    generate_notes,
+    iter_notes,
+    load_templates,
+)
 from deid_core.synthetic.people import make_patient, timeline
 from deid_core.synthetic.templates import Section, Templates, check_templates, parse
 from deid_core.tagging import alignment_upper_bound
@@ -267,6 +274,7 @@ def test_kinds_restrict_output(kinds):
     "kwargs,error",
     [
         ({"lang": "fr"}, UnsupportedFormat),
+        ({"lang": "es", "kinds": ["discharge_summary"]}, UnsupportedFormat),
         ({"kinds": ["memo"]}, UnsupportedFormat),
         ({"notes_per_patient": (0, 2)}, ValueError),
         ({"notes_per_patient": (3, 2)}, ValueError),
@@ -333,7 +341,8 @@ def test_cli_kinds_option(tmp_path: Path):
 @pytest.mark.parametrize(
     "argv,rc",
     [
-        (["synth", "--n", "3", "--lang", "fr"], 1),
+        (["synth", "--n", "3", "--kinds", "memo"], 1),
+        (["synth", "--n", "3", "--lang", "es", "--kinds", "lab_report"], 1),
         (["synth", "--n", "-2"], 2),
         (["synth", "--n", "3", "--notes-per-patient", "4", "2"], 2),
     ],
@@ -343,3 +352,98 @@ def test_cli_bad_arguments_leave_no_file(tmp_path: Path, argv, rc):
     assert main([*argv, "--out", str(out), "--no-progress"]) == rc
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_rejects_unknown_language(tmp_path: Path):
+    with pytest.raises(SystemExit) as exc:
+        main(["synth", "--n", "3", "--lang", "fr", "--out", str(tmp_path / "x.jsonl")])
+    assert exc.value.code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_spanish(tmp_path: Path):
+    out = tmp_path / "es.jsonl"
+    assert main(["synth", "--n", "8", "--lang", "es", "--seed", "3", "--out", str(out), "--no-progress"]) == 0
+    docs = read_jsonl(out)
+    assert _dump(docs) == _dump(generate_notes(8, seed=3, lang="es"))
+    assert all(d.id.startswith("synth-es-3-") for d in docs)
+
+
+# ---------------------------------------------------------------- Spanish (MEDDOCAN labels)
+
+
+@pytest.fixture(scope="module")
+def corpus_es():
+    return generate_notes(200, seed=5, lang="es")
+
+
+def test_spanish_spans_align_and_do_not_overlap(corpus_es):
+    for d in corpus_es:
+        assert find_overlap(d.spans) is None, d.id
+        assert alignment_upper_bound(tokenize(d.text, "es").tokens, d.spans) == 1.0, d.id
+        for s in d.spans:
+            value = d.text[s.start : s.end]
+            assert value and value == value.strip() and "\n" not in value
+
+
+def test_spanish_labels_are_meddocan(corpus_es):
+    scheme = set(load_scheme("meddocan").names)
+    seen = {s.label for d in corpus_es for s in d.spans}
+    assert seen <= scheme
+    assert len(seen) >= 18
+    assert {d.meta["kind"] for d in corpus_es} == set(available_kinds("es"))
+
+
+@pytest.mark.parametrize(
+    "label,pattern",
+    [
+        ("EDAD_SUJETO_ASISTENCIA", r"^\d{1,3} años$"),  # MEDDOCAN ages include the unit
+        ("SEXO_SUJETO_ASISTENCIA", r"^(H|M|[Vv]arón|[Hh]ombre|[Mm]ujer)$"),
+        ("FAMILIARES_SUJETO_ASISTENCIA", r"^(madre|padre|hermano|hermana|hija|hijo|esposa|marido|pareja)$"),
+        ("ID_TITULACION_PERSONAL_SANITARIO", r"^(\d{2}) \1 \d{5}$"),  # NºCol
+        ("TERRITORIO", r"^\d{5}$"),  # CP
+        ("FECHAS", r"^\d{2}/\d{2}/\d{4}$"),
+        ("FECHAS", r"^\d{1,2} de [a-z]+ de \d{4}$"),
+        ("CALLE", r"^(Calle|C/|Avenida|Avda\.|Plaza|Paseo|Camino|Ronda|Travesía) "),
+    ],
+)
+def test_spanish_value_shapes(corpus_es, label, pattern):
+    values = [d.text[s.start : s.end] for d in corpus_es for s in d.spans if s.label == label]
+    assert any(re.search(pattern, v) for v in values), (label, pattern)
+
+
+def test_spanish_patient_consistency(corpus_es):
+    by_patient = defaultdict(list)
+    for d in corpus_es:
+        by_patient[d.meta["patient_id"]].append(d)
+    for docs in by_patient.values():
+        nhc = {d.text[s.start : s.end] for d in docs for s in d.spans if s.label == "ID_SUJETO_ASISTENCIA"}
+        assert len(nhc) == 1
+        # Some name word (the surnames) is in a patient-name span of every note.
+        words = [
+            {w.strip(",").lower() for s in d.spans if s.label == "NOMBRE_SUJETO_ASISTENCIA"
+             for w in d.text[s.start : s.end].split()}
+            for d in docs
+        ]
+        assert set.intersection(*words), docs[0].meta["patient_id"]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\b\d+(,\d+)? mg\b",
+        r"\bTA \d{2,3}/\d{2,3} mmHg\b",
+        r"\b(Parkinson|Crohn|Alzheimer|Cushing|Hashimoto|Bell|Dupuytren|Hodgkin|Barrett|Paget|Addison|Wilson|Babinski|Romberg|Murphy|Glasgow)\b",
+        r"\b(lunes|martes|miércoles|jueves|viernes|sábado|domingo)\b",
+        r"Atención Primaria|Servicio de Urgencias",
+    ],
+)
+def test_spanish_distractors_are_not_labelled(corpus_es, pattern):
+    assert sum(len(re.findall(pattern, _outside_spans(d))) for d in corpus_es) >= 10, pattern
+
+
+def test_spanish_is_deterministic_and_differs_from_english():
+    assert _dump(generate_notes(10, seed=1, lang="es")) == _dump(generate_notes(10, seed=1, lang="es"))
+    es_ids = {d.id for d in generate_notes(5, seed=1, lang="es")}
+    en_ids = {d.id for d in generate_notes(5, seed=1)}
+    assert not es_ids & en_ids  # the two languages can share a store

@@ -9,24 +9,25 @@ from typing import Any
 from tqdm import tqdm
 
 from deid_core.corpus import write_jsonl
-from deid_core.synthetic import KINDS, iter_notes
+from deid_core.synthetic import KINDS, SUPPORTED_LANGUAGES, iter_notes
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "synth",
-        help="generate synthetic clinical notes with gold PHI spans (i2b2 2014 labels)",
+        help="generate synthetic clinical notes with gold PHI spans",
         description=(
-            "Generate deterministic synthetic English clinical notes with gold PHI spans."
-            " Output is flagged synthetic in each document's meta and by the 'synth-' id prefix."
+            "Generate deterministic synthetic clinical notes with gold PHI spans: English in"
+            " i2b2 2014 labels, Spanish (--lang es) in MEDDOCAN labels. Output is flagged"
+            " synthetic in each document's meta and by the 'synth-' id prefix."
         ),
     )
     p.add_argument("--n", type=int, default=200, help="number of notes (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--lang", default="en", help="language (only 'en')")
+    p.add_argument("--lang", default="en", choices=SUPPORTED_LANGUAGES, help="language (default en)")
     p.add_argument(
-        "--kinds", nargs="+", choices=KINDS, default=None, metavar="KIND",
-        help=f"restrict note kinds: {', '.join(KINDS)}",
+        "--kinds", nargs="+", default=None, metavar="KIND",
+        help=f"restrict note kinds (en: {', '.join(KINDS)}; es: caso_clinico, informe_alta)",
     )
     p.add_argument(
         "--notes-per-patient", nargs=2, type=int, default=(1, 4), metavar=("LOW", "HIGH"),

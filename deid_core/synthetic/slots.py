@@ -266,6 +266,7 @@ phi_value("doc_phone", "PHONE", _doc_phone)
 phi_value("pager", "PHONE", lambda n: n.rng.choice([digits(n.rng, 5), f"{n.rng.randint(1, 9)}-{digits(n.rng, 4)}", n.patient.fake.phone()]))
 phi_value("street_other", "STREET", lambda n: n.patient.fake.street_name())
 phi_value("city_other", "CITY", lambda n: n.patient.fake.city())
+phi_value("pais_hospital", "COUNTRY", lambda n: "España" if n.lang == "es" else "USA")
 phi_value("region", "STATE", lambda n: n.rng.choice(_lex(n)["regions"]))
 phi_value("state_other", "STATE", lambda n: n.rng.choice(_lex(n)["states"])[1])
 phi_value("lab_org", "ORGANIZATION", lambda n: f"{n.patient.fake.last_name()} {n.rng.choice(_lex(n)['lab_suffixes'])}")
@@ -410,7 +411,7 @@ def fmt_date(d: date, style: str) -> str:
 
 
 DATE_KEYS = ("admit", "discharge", "note", "transcribed", "collected", "reported")
-WHEN_KEYS = ("admit", "note", "prior", "next")
+WHEN_KEYS = ("admit", "discharge", "note", "prior", "next")
 
 
 def _relative_date(note: Note, key: str) -> date:

@@ -20,7 +20,7 @@ import yaml
 from deid_core.errors import UnsupportedFormat
 from deid_core.schemes import load_scheme
 
-SUPPORTED_LANGUAGES = ("en",)
+SUPPORTED_LANGUAGES = ("en", "es")
 
 _SLOT_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\.([a-z0-9_]+))?\}")
 
