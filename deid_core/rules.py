@@ -89,10 +89,11 @@ class Rule:
     group: int | str = 0
     flags: int = 0
     origin: str | None = None  # file the rule came from, for error messages
-    # A regex that every match of the rule contains (e.g. "\\d"). Rules that share
-    # an anchor are only searched in windows around its hits: one scan for the
-    # anchor replaces a scan of the whole note per rule.
-    anchor: re.Pattern[str] | None = None
+    # What every match of the rule contains: a regex (e.g. "\\d") or a tuple of
+    # literal cue words, matched case-insensitively ("nhc", "fax"). Rules that
+    # share an anchor are only searched in windows around its hits: one scan for
+    # the anchor replaces a scan of the whole note per rule.
+    anchor: re.Pattern[str] | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         where = {"rule": self.name or "<unnamed>", "path": self.origin}
@@ -130,13 +131,21 @@ class Rule:
             raise RuleError(f"unknown validator {self.validator!r} (known: {known})", **where)
         if pattern.match(""):
             raise RuleError("pattern matches the empty string", **where)
-        if isinstance(self.anchor, str):
+        anchor = self.anchor
+        if isinstance(anchor, str):
             try:
-                object.__setattr__(self, "anchor", re.compile(self.anchor))
+                anchor = re.compile(anchor)
             except re.error as exc:
                 raise RuleError(f"anchor does not compile: {exc}", **where) from None
-        if self.anchor is not None and self.anchor.match(""):
-            raise RuleError("anchor matches the empty string", **where)
+            if anchor.match(""):
+                raise RuleError("anchor matches the empty string", **where)
+        elif isinstance(anchor, list | tuple):
+            if not anchor or not all(isinstance(w, str) and w for w in anchor):
+                raise RuleError("an anchor list needs non-empty literal strings", **where)
+            anchor = tuple(sorted({w.lower() for w in anchor}))
+        elif anchor is not None and not isinstance(anchor, re.Pattern):
+            raise RuleError("anchor must be a regex or a list of literal words", **where)
+        object.__setattr__(self, "anchor", anchor)
 
     @property
     def source(self) -> str:
@@ -166,19 +175,47 @@ class Rule:
                 yield Span(start, end, self.label, source, self.score)
 
 
+def _anchor_hits(
+    text: str, lowered: str | None, anchor: re.Pattern[str] | tuple[str, ...]
+) -> list[tuple[int, int]]:
+    if isinstance(anchor, re.Pattern):
+        return [m.span() for m in anchor.finditer(text)]
+    if lowered is None:  # lower() changed the length: search each case form by regex instead
+        pattern = re.compile("|".join(re.escape(w) for w in anchor), re.IGNORECASE)
+        return [m.span() for m in pattern.finditer(text)]
+    hits = []
+    for word in anchor:
+        i = lowered.find(word)
+        while i >= 0:
+            hits.append((i, i + len(word)))
+            i = lowered.find(word, i + 1)
+    hits.sort()
+    return hits
+
+
 def anchor_windows(
-    text: str, anchor: re.Pattern[str], before: int, after: int
+    text: str,
+    anchor: re.Pattern[str] | tuple[str, ...],
+    before: int,
+    after: int,
+    *,
+    lowered: str | None = None,
 ) -> list[tuple[int, int]]:
     """Merged regions around every hit of ``anchor``, widened to whitespace.
 
     Widening to whitespace means no window ends inside a token, so a lookahead
     such as ``(?!\\w)`` never mistakes a window edge for the end of a word.
+    Literal anchors are found with ``str.find`` in ``lowered`` (``text.lower()``
+    when that keeps every offset), which costs microseconds per note.
     """
+    if lowered is None and isinstance(anchor, tuple):
+        candidate = text.lower()
+        lowered = candidate if len(candidate) == len(text) else None
     n = len(text)
     windows: list[list[int]] = []
-    for hit in anchor.finditer(text):
-        lo = max(0, hit.start() - before)
-        hi = min(n, hit.end() + after)
+    for start, end in _anchor_hits(text, lowered, anchor):
+        lo = max(0, start - before)
+        hi = min(n, end + after)
         if windows and lo <= windows[-1][1]:
             if hi > windows[-1][1]:
                 windows[-1][1] = hi
@@ -237,7 +274,7 @@ class RuleSet:
         if min(self.window) < 0:
             raise RuleError("window sizes must not be negative", path=origin)
         # Rules grouped by anchor, so each anchor is scanned once per note.
-        plan: dict[re.Pattern[str] | None, list[Rule]] = {}
+        plan: dict[re.Pattern[str] | tuple[str, ...] | None, list[Rule]] = {}
         for rule in self.rules:
             plan.setdefault(rule.anchor, []).append(rule)
         self._plan = list(plan.items())
@@ -274,10 +311,15 @@ class RuleSet:
         """
         best: dict[tuple[int, int, str], Span] = {}
         before, after = self.window
+        lowered: str | None = None
         for anchor, rules in self._plan:
             windows = None
             if anchor is not None and use_anchors:
-                windows = anchor_windows(text, anchor, before, after)
+                if isinstance(anchor, tuple) and lowered is None:
+                    lowered = text.lower()
+                    if len(lowered) != len(text):
+                        lowered = None
+                windows = anchor_windows(text, anchor, before, after, lowered=lowered)
                 if not windows:
                     continue
             for rule in rules:
@@ -314,10 +356,14 @@ class RuleSet:
                 raise RuleError("a rule needs a 'pattern' string", rule=name, path=origin)
             pattern = _expand_fragments(pattern, fragments, rule=name, path=origin)
             anchor = item.get("anchor")
-            if anchor is not None:
-                if not isinstance(anchor, str) or not anchor:
-                    raise RuleError("'anchor' must be a non-empty regex string", rule=name, path=origin)
+            if isinstance(anchor, str) and anchor:
                 anchor = _expand_fragments(anchor, fragments, rule=name, path=origin)
+            elif isinstance(anchor, list):
+                anchor = tuple(str(w) for w in anchor)
+            elif anchor is not None:
+                raise RuleError(
+                    "'anchor' must be a regex string or a list of cue words", rule=name, path=origin
+                )
             rules.append(
                 Rule(
                     name=str(item.get("name") or ""),

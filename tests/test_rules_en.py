@@ -347,3 +347,25 @@ def test_anchor_windows_widen_to_whitespace() -> None:
     text = "alpha beta 12 gamma delta"
     assert anchor_windows(text, re.compile(r"\d"), 2, 2) == [(6, 19)]
     assert anchor_windows("no digits", re.compile(r"\d"), 5, 5) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FAX: 617-555-0199",
+        "Fax: 617-555-0199",
+        "fAx 617-555-0199",
+        "İstanbul clinic fax 617-555-0199",  # lower() lengthens İ: the regex fallback finds the cue
+    ],
+)
+def test_literal_anchor_is_case_insensitive(text: str) -> None:
+    rule = Rule("fax", "FAX", r"(?i:\bfax\b\s*:?\s*)(\d{3}-\d{3}-\d{4})", 0.9, group=1, anchor=("fax",))
+    rules = RuleSet([rule])
+    assert [s.label for s in rules.find(text)] == ["FAX"]
+    assert rules.find(text) == rules.find(text, use_anchors=False)
+
+
+@pytest.mark.parametrize("anchor", [(), ("",), ("ok", 3)])
+def test_bad_literal_anchor(anchor: tuple) -> None:
+    with pytest.raises(RuleError, match="anchor list"):
+        Rule("r", "ID", r"\d+", 0.9, anchor=anchor)
