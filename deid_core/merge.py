@@ -24,9 +24,14 @@ class MergeConfig:
     """Which detectors win overlaps, first to last; unlisted detectors rank after all listed.
 
     A caller that merges reviewer corrections puts ``"human"`` first.
+    ``keep_remainders`` favours recall over the paper's rule: the parts of a
+    losing span that no winner covers are kept (with the loser's label), so
+    that a short rule match inside a long CRF span does not un-mark the rest
+    of it. Off by default, as in paper 000.
     """
 
     priority: tuple[str, ...] = DEFAULT_PRIORITY
+    keep_remainders: bool = False
 
     def rank(self, source: str) -> int:
         prefix = source.split(":", 1)[0]
@@ -63,15 +68,40 @@ def merge_spans(
     starts: list[int] = []  # accepted spans, kept sorted by start; they never overlap
     ends: list[int] = []
     accepted: list[Span] = []
+    rejected: list[Span] = []
     for span in ordered:
         i = bisect.bisect_right(starts, span.start)
         # Only the neighbours can overlap: the accepted span starting at or before
         # this one, and the one starting after it.
-        if i > 0 and ends[i - 1] > span.start:
-            continue
-        if i < len(starts) and starts[i] < span.end:
+        if (i > 0 and ends[i - 1] > span.start) or (i < len(starts) and starts[i] < span.end):
+            rejected.append(span)
             continue
         starts.insert(i, span.start)
         ends.insert(i, span.end)
         accepted.append(span)
+    if config.keep_remainders:
+        # Second pass, in the same order: whatever of a loser is still unmarked.
+        for span in rejected:
+            for piece in _uncovered(span, starts, ends):
+                i = bisect.bisect_right(starts, piece.start)
+                starts.insert(i, piece.start)
+                ends.insert(i, piece.end)
+                accepted.append(piece)
     return sort_spans(accepted)
+
+
+def _uncovered(span: Span, starts: list[int], ends: list[int]) -> list[Span]:
+    """The parts of ``span`` outside the accepted intervals (which never overlap)."""
+    pieces = []
+    cursor = span.start
+    i = max(0, bisect.bisect_right(starts, span.start) - 1)
+    while i < len(starts) and starts[i] < span.end:
+        if ends[i] > cursor:
+            if starts[i] > cursor:
+                pieces.append((cursor, starts[i]))
+            cursor = max(cursor, ends[i])
+        i += 1
+    if cursor < span.end:
+        pieces.append((cursor, span.end))
+    return [Span(a, b, span.label, span.source, span.score) for a, b in pieces if b > a]
+

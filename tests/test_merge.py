@@ -112,3 +112,35 @@ def test_output_is_sorted_non_overlapping_subset_and_order_free(spans: list[Span
         blockers = [k for k in out if k.overlaps(span)]
         assert blockers
         assert any(config.rank(k.source) <= config.rank(span.source) for k in blockers)
+
+
+REMAINDERS = [
+    ("rule inside a long crf span: both sides survive",
+     [S(0, 20, "crf:1", "HOSPITAL"), S(8, 12, "rule:d", "DATE")],
+     [S(0, 8, "crf:1", "HOSPITAL"), S(8, 12, "rule:d", "DATE"), S(12, 20, "crf:1", "HOSPITAL")]),
+    ("loser fully covered: nothing extra",
+     [S(2, 5, "crf:1"), S(0, 8, "rule:a")],
+     [S(0, 8, "rule:a")]),
+    ("two losers overlapping each other keep disjoint remainders",
+     [S(4, 6, "rule:a"), S(0, 10, "crf:1", "A"), S(2, 12, "crf:1", "B")],
+     [S(0, 4, "crf:1", "A"), S(4, 6, "rule:a"), S(6, 10, "crf:1", "A"), S(10, 12, "crf:1", "B")]),
+]
+
+
+@pytest.mark.parametrize(("name", "spans", "expected"), REMAINDERS, ids=[c[0] for c in REMAINDERS])
+def test_keep_remainders(name: str, spans: list[Span], expected: list[Span]) -> None:
+    assert merge_spans(spans, MergeConfig(keep_remainders=True)) == expected
+    # The paper's rule (the default) drops the losers entirely.
+    assert set(merge_spans(spans)) <= set(expected)
+
+
+def _covered(spans: list[Span]) -> set[int]:
+    return {i for s in spans for i in range(s.start, s.end)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(spans_strategy)
+def test_keep_remainders_never_unmarks_a_character(spans: list[Span]) -> None:
+    out = merge_spans(spans, MergeConfig(keep_remainders=True))
+    assert find_overlap(out) is None
+    assert _covered(out) == _covered(spans)
