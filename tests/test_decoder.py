@@ -12,6 +12,7 @@ from deid_core.decoder import (
     forward_backward,
     path_scores,
     viterbi,
+    viterbi_sweep,
 )
 from deid_core.errors import ModelError
 from deid_core.features import FeatureExtractor
@@ -100,6 +101,19 @@ def test_more_negative_bias_never_drops_phi_tokens(seed: int) -> None:
         non_o = int((path != 0).sum())
         assert non_o >= previous
         previous = non_o
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sweep_equals_one_decode_per_bias(seed: int) -> None:
+    rng = np.random.default_rng(200 + seed)
+    emissions = rng.normal(0, 1.5, size=(80, 6))
+    trans = rng.normal(0, 1, size=(6, 6))
+    bounds = [(0, 10), (10, 11), (11, 40), (40, 80)]
+    biases = [1.0, -3.0, 0.5, -0.25, 0.0, 2.0, -1.0]  # unsorted on purpose
+    swept = viterbi_sweep(emissions, bounds, trans, biases, 0)
+    for bias, path in zip(biases, swept):
+        single, _ = viterbi(emissions, bounds, trans, bias=bias, o_index=0)
+        np.testing.assert_array_equal(path, single)
 
 
 # -- equivalence with CRFsuite on trained models -------------------------------------
