@@ -239,6 +239,8 @@ class Person:
             return f"{self.first[0]}. {self.last}"
         if style == "initials":
             return f"{self.first[0]}{self.middle[0]}{self.last[0]}".upper()
+        if style == "lower":  # hurried shorthand: "d/w dr smith"
+            return self.last.lower()
         raise KeyError(style)
 
 

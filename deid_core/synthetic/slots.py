@@ -74,7 +74,7 @@ SLOTS: dict[str, SlotFn] = {}
 SLOT_FORMATS: dict[str, tuple[str, ...]] = {}
 SLOT_ROLES: dict[str, str | None] = {}
 PERSON_FORMATS = ("full", "formal", "lastfirst", "caps", "last", "surname", "first", "initial",
-                  "initials", "sig", "header")
+                  "initials", "lower", "sig", "header")
 TEAM = ("attending", "pcp", "consultant", "consultant2", "referrer", "resident", "radiologist",
         "labdir", "nurse", "tech")
 
@@ -275,10 +275,19 @@ phi_value("home_care", "ORGANIZATION", lambda n: _named(n, "home_care_suffix"))
 phi_value("location_other", "LOCATION-OTHER", lambda n: _named(n, "location_other_suffix"))
 
 
-@slot("hospital", ("caps", "other"), role="HOSPITAL")
+def _initials(name: str) -> str:
+    return "".join(w[0] for w in name.replace("'s", "").split() if w[0].isalpha()).upper()
+
+
+@slot("hospital", ("caps", "other", "abbr", "other_abbr"), role="HOSPITAL")
 def _s_hospital(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """Hospitals go by their initials in clinical shorthand ("transferred from SGH")."""
     if fmt == "other":
         w.phi(hospital_name(note.patient.fake, t.lex), "HOSPITAL")
+    elif fmt == "other_abbr":
+        w.phi(_initials(hospital_name(note.patient.fake, t.lex)), "HOSPITAL")
+    elif fmt == "abbr":
+        w.phi(_initials(note.patient.hospital.name), "HOSPITAL")
     elif fmt == "caps":
         w.phi(note.patient.hospital.name.upper(), "HOSPITAL")
     else:
@@ -320,9 +329,26 @@ def _s_doc_email(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
 # ------------------------------------------------------------------ ages and dates
 
 
-@slot("age", role="AGE")
+_ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+         "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def number_words(n: int) -> str:
+    """English words for 1..109, hyphenated as in "ninety-two"."""
+    if n >= 100:
+        rest = n - 100
+        return "one hundred" + (f" and {number_words(rest)}" if rest else "")
+    if n < 20:
+        return _ONES[n]
+    tens, ones = divmod(n, 10)
+    return _TENS[tens] + (f"-{_ONES[ones]}" if ones else "")
+
+
+@slot("age", ("words",), role="AGE")
 def _s_age(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
-    w.phi(str(age_at(note.patient.dob, note.dates["note"])), "AGE")
+    age = age_at(note.patient.dob, note.dates["note"])
+    w.phi(number_words(age) if fmt == "words" else str(age), "AGE")
 
 
 @slot("edad", role="AGE")
@@ -434,6 +460,15 @@ def _s_dob(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
 @slot("date", DATE_KEYS, role="DATE")
 def _s_date(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     w.phi(fmt_date(_relative_date(note, fmt or "note"), note.date_style), "DATE")
+
+
+@slot("date_range", ("admit",), role="DATE")
+def _s_date_range(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """A stay as "9/14-9/18": two DATE spans around a non-PHI dash."""
+    style = note.rng.choice(("md", "mdy_short")) if note.lang == "en" else "dmy_short"
+    w.phi(fmt_date(note.dates["admit"], style), "DATE")
+    w.lit(note.rng.choice(("-", " - ", " to ")))
+    w.phi(fmt_date(note.dates["discharge"], style), "DATE")
 
 
 @slot("year", role="DATE")
@@ -617,6 +652,9 @@ filler("time", lambda n, t: f"{n.rng.randint(0, 23):02d}:{n.rng.choice(['00', '1
 filler("time_ampm", lambda n, t: f"{n.rng.randint(1, 12)}:{n.rng.choice(['00', '15', '30', '45'])} {n.rng.choice(['AM', 'PM'])}")
 filler("hd", lambda n, t: str((n.dates["note"] - n.dates["admit"]).days + 1))
 filler("hd_any", lambda n, t: str(n.rng.randint(1, (n.dates["note"] - n.dates["admit"]).days + 1)))
+filler("pain", lambda n, t: f"{n.rng.randint(0, 10)}/10")  # looks like a date, is not
+filler("strength", lambda n, t: f"{n.rng.randint(3, 5)}/5")
+filler("icd", _choice("icd_codes"))
 filler("ua", lambda n, t: n.rng.choice(["negative", "positive leukocyte esterase, nitrite positive, >50 WBC", "trace protein, no blood"]))
 for _key, _lo, _hi, _dec_places in (
     ("n", 2, 9, 0), ("hr", 55, 115, 0), ("glucose", 45, 420, 0), ("stage", 2, 4, 0), ("cr", 0.7, 4.2, 1),
