@@ -166,6 +166,9 @@ def test_date_formats_vary(corpus, pattern):
         ("DOCTOR", r"^[A-Z]\. [A-Z]"),  # "J. Smith"
         ("DOCTOR", r"^[A-Z]{3}$"),  # initials
         ("PATIENT", r"^[\w'-]+, [\w'-]+$"),  # "Smith, John"
+        ("HOSPITAL", r"^[A-Z]{2,6}$"),  # initials: "transferred from SGH"
+        ("AGE", r"^[a-z]+(-[a-z]+)?$"),  # "sixty-seven"
+        ("DOCTOR", r"^[a-z]+$"),  # shorthand: "d/w dr smith"
     ],
 )
 def test_value_shapes(corpus, label, pattern):
@@ -186,6 +189,8 @@ def test_value_shapes(corpus, label, pattern):
         r"\b(Hodgkin|Babinski|Romberg|Foley|Murphy|Glasgow)\b",
         r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b",
         r"\b\d{1,2}:\d{2}\b",  # times are not PHI under i2b2 2014
+        r"\b\d{1,2}/10\b|\bstrength \d/5\b",  # date-like scores
+        r"\bICD-10 [A-Z]\d",
     ],
 )
 def test_phi_looking_distractors_are_not_labelled(corpus, pattern):
