@@ -197,6 +197,7 @@ AGES_ANY = [
     ("a 5 mg dose", []),
     ("age 200", []),
     ("in the 1990s", []),
+    ("popular in the 80s", []),
 ]
 
 

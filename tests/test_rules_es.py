@@ -69,6 +69,7 @@ CONTACT = [
     ("E-mail: raquel.ruiz.ruiz@navarra.es", [("raquel.ruiz.ruiz@navarra.es", "CORREO_ELECTRONICO")]),
     # negatives: nine digits that do not start like a Spanish phone; a dose
     ("lote 123456789", []),
+    ("E-mail: 957485094@terra.es", [("957485094@terra.es", "CORREO_ELECTRONICO")]),
     ("recibió 600 mg", []),
 ]
 
@@ -127,6 +128,7 @@ DATES = [
     ("Hospital Universitario 12 de Octubre, Madrid", []),
     ("Hospital 12 de Octubre por", []),
     ("Tabla 2012, y", []),
+    ("una serie de 2012 casos", []),
 ]
 
 
