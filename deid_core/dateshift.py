@@ -104,7 +104,9 @@ def _patterns(lang: str) -> list[tuple[str, re.Pattern[str]]]:
     mn = rf"(?P<mn>{_alts(months)})\.?"
     d = r"(?P<d>\d{1,2})(?P<ord>st|nd|rd|th|º|°|ª)?"
     y = r"(?P<y>\d{4}|'\d{2})"
-    de = r"\s+del?\s+" if lang == "es" else r"\s+"
+    de = r"\s+del?\s+(?:año\s+)?" if lang == "es" else r"\s+"
+    year_word = r"(?:año\s+)?" if lang == "es" else r"(?:(?:the\s+)?year\s+)?"
+    month_word = r"(?:mes\s+de\s+)?" if lang == "es" else r"(?:(?:the\s+)?month\s+of\s+)?"
     raw = [
         ("ymd", r"(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"),
         ("num3", r"(?P<a>\d{1,2})(?P<s>[-/.])(?P<b>\d{1,2})(?P=s)(?P<y>\d{4}|\d{2})"),
@@ -113,8 +115,8 @@ def _patterns(lang: str) -> list[tuple[str, re.Pattern[str]]]:
         ("my", rf"{mn}(?:,\s*|{de}|\s+|-){y}"),
         ("m_y", r"(?P<m>\d{1,2})(?P<s>[-/.])(?P<y>\d{4})"),
         ("num2", r"(?P<a>\d{1,2})(?P<s>[-/])(?P<b>\d{1,2})"),
-        ("year", r"(?P<y>\d{4})"),
-        ("month", mn),
+        ("year", rf"{year_word}(?P<y>\d{{4}})"),
+        ("month", rf"{month_word}{mn}"),
         ("weekday", rf"(?P<wd>{_alts(weekdays)})\.?"),
     ]
     return [(name, re.compile(p, re.IGNORECASE)) for name, p in raw]

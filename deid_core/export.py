@@ -50,7 +50,8 @@ from typing import Any, Literal
 
 from deid_core.corpus import atomic_write_text, write_jsonl
 from deid_core.errors import CorpusFormatError, ExportRefused, LeakDetected, UnsupportedFormat
-from deid_core.formats import safe_file_stem, write_brat, write_i2b2_xml
+from deid_core.formats import safe_file_stem, write_i2b2_xml
+from deid_core.formats.brat import format_ann
 from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
@@ -143,6 +144,21 @@ def _check_target(out_dir: Path) -> None:
         raise ExportRefused(f"{out_dir}: exists and is not an empty folder; choose a new one")
 
 
+def check_brat_labels(doc: Document) -> None:
+    """BRAT cannot store a label with whitespace (``write_brat`` checks the same)."""
+    for s in doc.spans:
+        if any(c.isspace() for c in s.label):
+            raise CorpusFormatError(f"label {s.label!r} contains whitespace, which BRAT cannot store", doc_id=doc.id)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Plain write: files go to a private staging folder that is renamed into place
+    as a whole, so per-file atomic renames and fsyncs would only cost time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
 def _write_files(
     stage: Path,
     formats: Sequence[str],
@@ -157,7 +173,7 @@ def _write_files(
         raise CorpusFormatError(f"two document ids map to the file name {dup!r}")
     if "txt" in formats:
         for doc, stem in zip(docs, stems):
-            atomic_write_text(stage / "texts" / f"{stem}.txt", lambda fh, t=doc.text: fh.write(t.encode("utf-8")), mode="wb")
+            _write_bytes(stage / "texts" / f"{stem}.txt", doc.text.encode("utf-8"))
     if "txt-zip" in formats:
         with zipfile.ZipFile(stage / "texts.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for doc, stem in zip(docs, stems):
@@ -173,12 +189,13 @@ def _write_files(
 
         atomic_write_text(stage / "offset_maps.jsonl", write_maps)
     if "brat" in formats:
-        for doc in docs:
-            write_brat(doc, stage / "brat")
+        for doc, stem in zip(docs, stems):
+            check_brat_labels(doc)
+            _write_bytes(stage / "brat" / f"{stem}.txt", doc.text.encode("utf-8"))
+            _write_bytes(stage / "brat" / f"{stem}.ann", format_ann(doc).encode("utf-8"))
     if "i2b2" in formats:
         for doc, stem in zip(docs, stems):
-            xml = write_i2b2_xml(doc)
-            atomic_write_text(stage / "i2b2" / f"{stem}.xml", lambda fh, x=xml: fh.write(x.encode("utf-8")), mode="wb")
+            _write_bytes(stage / "i2b2" / f"{stem}.xml", write_i2b2_xml(doc).encode("utf-8"))
     if "conll" in formats:
         stats["conll"] = vars(write_conll(stage / "corpus.conll", docs, lang=lang))
     if "docbin" in formats:

@@ -24,7 +24,9 @@ searched (and are counted as skipped in the report): strings shorter than
 ``MIN_CHARS`` characters (two-letter initials, ages like "45"), common words
 listed in ``data/leakcheck/common_words.yaml`` ("home", "May"), and dates that
 only name a year, a month or a weekday (not identifiers under HIPAA Safe
-Harbor, and a shifted full date legitimately still contains many years).
+Harbor, and a shifted full date legitimately still contains many years), and
+all-numeric day-month dates without a year ("5/5" is far more often a
+strength score or a ratio).
 surnames that are also eponyms ("Barrett", "Murphy"), and ages written as a
 bare number ("102" is far more often a lab value; ages over 89 are replaced
 anyway, and "102-year-old" is still searched). Dates and ages are not
@@ -64,6 +66,7 @@ MIN_CHARS = 3
 MIN_DIGITS = 5
 Where = Literal["text", "kept", "surrogate"]
 _WORD = re.compile(r"[^\W_]+")
+_NUMERIC_DATE = re.compile(r"[\d/.-]+")
 _NUMERIC_RUN = re.compile(r"\d(?:[ ().\-/+]*\d)*")
 
 
@@ -184,7 +187,8 @@ def make_candidates(
     """Candidates from ``(label, original string)`` pairs, after the documented skips."""
     kinds = label_kinds(None)
     words = common_words()
-    common = words.get(lang, frozenset()) | words["en"] | words["professions"]
+    # Both languages' lists: a Spanish note quotes English words and vice versa.
+    common = words["en"] | words["es"] | words["professions"]
     counts = skipped if skipped is not None else {}
     out = []
     for label, value in items:
@@ -202,6 +206,8 @@ def make_candidates(
             reason = "bare_number_age"
         elif kind == "date" and date_precision(core, lang) in ("year", "month", "weekday"):
             reason = "year_month_or_weekday_only"
+        elif kind == "date" and _NUMERIC_DATE.fullmatch(core) and date_precision(core, lang) == "month_day":
+            reason = "numeric_month_day"
         if reason is not None:
             counts[reason] = counts.get(reason, 0) + 1
             continue

@@ -279,10 +279,54 @@ def _gen_url(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
 _NUMBER = re.compile(r"\d+")
 
 
+_UNITS_EN = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    " fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS_EN = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_UNITS_ES = (
+    "cero uno dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince"
+    " dieciséis diecisiete dieciocho diecinueve veinte veintiuno veintidós veintitrés"
+    " veinticuatro veinticinco veintiséis veintisiete veintiocho veintinueve"
+).split()
+_TENS_ES = "treinta cuarenta cincuenta sesenta setenta ochenta noventa".split()
+_NUMBER_WORDS: dict[str, int] = {
+    **{w: i for i, w in enumerate(_UNITS_EN)},
+    **{w: 20 + 10 * i for i, w in enumerate(_TENS_EN)},
+    **{w: i for i, w in enumerate(_UNITS_ES)},
+    **{w: 30 + 10 * i for i, w in enumerate(_TENS_ES)},
+    "a": 1, "an": 1, "un": 1, "una": 1, "veintiún": 21, "veintiuna": 21, "dieciseis": 16,
+    "veintidos": 22, "veintitres": 23, "veintiseis": 26, "hundred": 100, "cien": 100,
+    "ciento": 100,
+}
+_NUMBER_PHRASE = re.compile(
+    r"\b(?:" + "|".join(sorted(map(re.escape, _NUMBER_WORDS), key=len, reverse=True)) + r")"
+    r"(?:(?:[\s-]+|\s+(?:y|and)\s+)(?:" + "|".join(sorted(map(re.escape, _NUMBER_WORDS), key=len, reverse=True))
+    + r"))*\b",
+    re.IGNORECASE,
+)
+
+
+def _words_value(phrase: str) -> int:
+    total = 0
+    for word in re.split(r"[\s-]+", phrase.lower()):
+        if word in ("y", "and"):
+            continue
+        n = _NUMBER_WORDS[word]
+        total = total * 100 if n == 100 and total else total + n
+    return total
+
+
 def _gen_age(gen: SurrogateGenerator, value: str, draw: _Draw) -> str | None:
     numbers = list(_NUMBER.finditer(value))
     if not numbers:
-        return None  # an age in words: no safe surrogate, let the fallback tag it
+        # An age in words: kept up to 89 as Safe Harbor allows, "90+" above.
+        m = _NUMBER_PHRASE.search(value)
+        if m is None:
+            return None  # "newborn", "fourth month": no safe surrogate, the fallback tags it
+        if _words_value(m.group(0)) <= 89:
+            return value
+        return value[: m.start()] + "90+" + value[m.end() :]
     out = value
     for m in reversed(numbers):
         if int(m.group()) > 89:

@@ -59,11 +59,15 @@ def test_shift_date_table(text: str, days: int, lang: str, expected: str | None)
         ("2067", -200, "2066", "year"),
         ("March", 40, "April", "month"),
         ("Monday", 40, "Saturday", "weekday"),
+        ("año 2009", 200, "año 2010", "year"),
+        ("septiembre del año 2000", 200, "abril del año 2001", "month_year"),
+        ("mes de abril", 200, "mes de noviembre", "month"),
+        ("the month of March", 200, "the month of October", "month"),
         ("Feb 29", 1, "Mar 1", "month_day"),  # yearless dates use the leap year 2000
     ],
 )
 def test_partial_dates(text: str, days: int, expected: str, precision: str) -> None:
-    lang = "es" if "de" in text else "en"
+    lang = "es" if " de" in text or "año" in text else "en"
     assert shift_date(text, days, lang) == expected
     assert date_precision(text, lang) == precision
 

@@ -222,6 +222,14 @@ def test_spans_csv_provenance_and_formula_guard(tmp_path: Path) -> None:
     assert rows[0]["text"] == "'=cmd"
 
 
+def test_brat_export_refuses_labels_with_spaces(tmp_path: Path) -> None:
+    doc = Document("d", "Ann was here", (Span(0, 3, "MY LABEL"),))
+    config = ExportConfig(OperatorConfig(default=OperatorSpec("tag")), formats=("brat",))
+    with pytest.raises(CorpusFormatError):
+        export_corpus([ExportItem(doc)], tmp_path / "o", config=config, secret=SECRET)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_conll_refuses_ids_with_tabs(tmp_path: Path) -> None:
     with pytest.raises(CorpusFormatError):
         write_conll(tmp_path / "c.conll", [Document("a\tb", "x")])

@@ -83,6 +83,9 @@ def _one(text: str, value: str, label: str = "PATIENT", regions: tuple[Region, .
         ("in 2067 and 2068", "2067", "DATE", []),  # a year alone is not searched
         ("on 3/14/2067 again", "03/14/2067", "DATE", []),  # dates are not searched by digits
         ("on 03/14/2067 again", "03/14/2067", "DATE", [(3, 13, "exact")]),
+        ("strength 5/5", "5/5", "DATE", []),  # numeric day-month: a score far more often
+        ("seen March 5 and", "March 5", "DATE", [(5, 12, "exact")]),
+        ("médico de familia", "familia", "FAMILIARES_SUJETO_ASISTENCIA", []),
         ("Cl 102 mmol", "102", "AGE", []),  # bare-number ages look like lab values
         ("Murphy's sign negative", "Murphy", "DOCTOR", []),  # eponym
         ("Bob's visit", "Bob", "PATIENT", [(0, 3, "exact")]),

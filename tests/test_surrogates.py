@@ -110,11 +110,26 @@ def test_urls_keep_scheme_www_and_tld(en: SurrogateGenerator) -> None:
     ("value", "expected", "status"),
     [
         ("92", "90+", "replaced"), ("101-year-old", "90+-year-old", "replaced"), ("95+", "90+", "replaced"),
-        ("45", "45", "kept"), ("89", "89", "kept"), ("ninety", None, "unsupported"),
+        ("45", "45", "kept"), ("89", "89", "kept"), ("ninety", "90+", "replaced"), ("eighty-nine", "eighty-nine", "kept"),
+        ("ninety-two", "90+", "replaced"), ("one hundred and one years", "90+ years", "replaced"),
+        ("forty", "forty", "kept"), ("newborn", None, "unsupported"),
     ],
 )
 def test_ages(en: SurrogateGenerator, value: str, expected: str | None, status: str) -> None:
     out = en.generate(value, "AGE", patient_key="p1")
+    assert (out.text, out.status) == (expected, status)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected", "status"),
+    [
+        ("diez años", "diez años", "kept"), ("un mes y medio", "un mes y medio", "kept"),
+        ("noventa y dos años", "90+ años", "replaced"), ("ciento dos años", "90+ años", "replaced"),
+        ("93 años", "90+ años", "replaced"), ("Recién nacida", None, "unsupported"),
+    ],
+)
+def test_spanish_ages(es: SurrogateGenerator, value: str, expected: str | None, status: str) -> None:
+    out = es.generate(value, "EDAD_SUJETO_ASISTENCIA", patient_key="p1")
     assert (out.text, out.status) == (expected, status)
 
 
