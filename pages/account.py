@@ -7,10 +7,17 @@ import streamlit as st
 from deid_core.errors import DeidError
 from deid_core.store.users import authenticate, reset_password
 from deid_core.ui.resources import guard
+from deid_core.ui.session import sign_out
 
 ctx = guard("account")
 st.title("Account")
 st.write(f"Signed in as **{ctx.user.username}** with the role **{ctx.user.role}**.")
+unsaved = sum(1 for d in st.session_state["drafts"].values() if d.dirty)
+if unsaved:
+    st.warning(f"{unsaved} note(s) hold unsaved edits; signing out discards them.")
+if st.button("Sign out", key="account_sign_out"):
+    sign_out(st.session_state, "Signed out.")
+    st.rerun()
 
 with st.form("change_password", clear_on_submit=True):
     old = st.text_input("Current password", type="password", key="old_password")

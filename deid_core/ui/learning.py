@@ -52,7 +52,7 @@ def retrain_project(
     project: str,
     actor: str,
     *,
-    max_iterations: int = APP_MAX_ITERATIONS,
+    max_iterations: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Train, compare, register, maybe activate and re-predict; returns a summary (no text)."""
@@ -66,7 +66,7 @@ def retrain_project(
     if len(reviewed) < 2:
         raise DeidError("retraining needs at least 2 reviewed notes")
     scheme = load_scheme(info.scheme)
-    config = TrainConfig(max_iterations=max_iterations)
+    config = TrainConfig(max_iterations=max_iterations or APP_MAX_ITERATIONS)
     say = _scale(progress, 0.0, 0.85)
 
     def trainer(docs: list[Any], prog: Progress | None) -> Any:
