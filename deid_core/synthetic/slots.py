@@ -21,7 +21,16 @@ from random import Random
 from typing import TYPE_CHECKING
 
 from deid_core.spans import Span
-from deid_core.synthetic.people import Patient, age_at, digits, hospital_name, letters, person, slug
+from deid_core.synthetic.people import (
+    Patient,
+    Person,
+    age_at,
+    digits,
+    hospital_name,
+    letters,
+    person,
+    slug,
+)
 
 if TYPE_CHECKING:
     from deid_core.synthetic.templates import Templates
@@ -129,7 +138,8 @@ def _s_relative(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     w.phi(note.patient.relative.fmt(_person_style(note, fmt)), "RELATIVE")
 
 
-def team_member(note: Note, role: str) -> object:
+def team_member(note: Note, role: str) -> Person:
+    """The patient's clinician in ``role``, created on first mention and kept."""
     p = note.patient
     if role not in p.team:
         p.team[role] = person(p.fake)
@@ -139,7 +149,7 @@ def team_member(note: Note, role: str) -> object:
 def _team_slot(role: str) -> None:
     def fn(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
         doc = team_member(note, role)
-        w.phi(doc.fmt(_person_style(note, fmt)), "DOCTOR")  # type: ignore[attr-defined]
+        w.phi(doc.fmt(_person_style(note, fmt)), "DOCTOR")
 
     slot(role, PERSON_FORMATS, role="DOCTOR")(fn)
 
@@ -152,7 +162,7 @@ for _role in TEAM:
 def _s_drtitle(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     """``Dr.``/``Dra.`` agreeing with the named clinician (not PHI)."""
     doc = team_member(note, fmt or "attending")
-    female = doc.sex == "F"  # type: ignore[attr-defined]
+    female = doc.sex == "F"
     w.lit(("Dra." if female else "Dr.") if note.lang == "es" else "Dr.")
 
 
