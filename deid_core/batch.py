@@ -1,0 +1,473 @@
+"""Batch de-identification of large archives on Dask.
+
+The archive is cut into partitions (line ranges of JSONL files, row groups of
+Parquet files, whole CSV files) and the single-process pipeline runs on each
+with ``dask.bag.map_partitions``. Three properties make the job safe to run on
+a real cluster:
+
+- Each partition writes its outputs under a temporary name and renames them;
+  a small stats file, written last, marks the partition done. A rerun skips
+  done partitions, so a killed job resumes where it stopped.
+- The model is loaded once per worker process (a process-level cache), not
+  once per task.
+- Surrogates are a pure function of (secret, patient key, value, label), so a
+  patient's notes give the same output whichever partition they land in.
+
+CSV files are never split: a note's text may hold quoted newlines, and a byte
+range cut of a CSV could land inside one. Use JSONL or Parquet for large single
+files.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deid_core.corpus import atomic_write_text, document_from_dict
+from deid_core.deidentify import Deidentifier
+from deid_core.errors import CorpusFormatError, DeidError
+from deid_core.operators import patient_key_from_meta
+from deid_core.spans import Document
+
+INPUT_KINDS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".csv": "csv"}
+OUTPUT_FORMATS = ("jsonl", "parquet")
+DEFAULT_PARTITION_SIZE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpec:
+    """One unit of work: a slice of one input file."""
+
+    part_id: str
+    path: str
+    kind: str  # jsonl | parquet | csv
+    start: int  # jsonl: byte offset; parquet: first row group; csv: 0
+    stop: int  # jsonl: byte offset (exclusive); parquet: row group stop; csv: 0
+    first_line: int = 1  # jsonl: line number of the first line in the slice
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSettings:
+    """Everything a worker needs to de-identify a partition; picklable and PHI-free."""
+
+    model_dir: str
+    output_dir: str
+    mode: str  # surrogate | tag | redact
+    secret_hex: str
+    bias: float = 0.0
+    patient_key: str | None = None  # "meta.patient_id" for JSONL, a column name for tables
+    operator_settings: str | None = None  # JSON of per-label operator settings (YAML --operators)
+    id_column: str = "id"
+    text_column: str = "text"
+    output_format: str = "jsonl"
+
+
+@dataclass
+class BatchSummary:
+    partitions: int = 0
+    partitions_skipped: int = 0
+    documents: int = 0
+    rejected: int = 0
+    spans_per_label: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    documents_this_run: int = 0
+    docs_per_second: float = 0.0
+    model_loads: dict[str, int] = field(default_factory=dict)  # worker pid -> loads
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[str]:
+    """Files named by paths or globs, sorted and de-duplicated; unknown endings are errors."""
+    found: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise CorpusFormatError("no input file matches this pattern", path=pattern)
+        for m in matches:
+            if os.path.isdir(m):
+                matches_in_dir = sorted(
+                    str(p) for p in Path(m).iterdir() if p.suffix.lower() in INPUT_KINDS
+                )
+                found.extend(matches_in_dir)
+            else:
+                found.append(m)
+    out = sorted(dict.fromkeys(found))
+    for path in out:
+        if not os.path.isfile(path):
+            raise CorpusFormatError("input file does not exist", path=path)
+        if Path(path).suffix.lower() not in INPUT_KINDS:
+            raise CorpusFormatError(
+                "unsupported input format (use .jsonl, .parquet or .csv)", path=path
+            )
+    return out
+
+
+def _part_prefix(path: str) -> str:
+    digest = hashlib.sha1(os.path.abspath(path).encode("utf-8")).hexdigest()[:8]
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(path).stem)[:40]
+    return f"{stem}-{digest}"
+
+
+def _plan_jsonl(path: str, size: int) -> list[PartitionSpec]:
+    specs: list[PartitionSpec] = []
+    prefix = _part_prefix(path)
+    start, lines, first_line, offset, lineno = 0, 0, 1, 0, 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            lineno += 1
+            offset += len(raw)
+            lines += 1
+            if lines == size:
+                specs.append(PartitionSpec(f"{prefix}-{len(specs):05d}", path, "jsonl", start, offset, first_line))
+                start, lines, first_line = offset, 0, lineno + 1
+    if lines:
+        specs.append(PartitionSpec(f"{prefix}-{len(specs):05d}", path, "jsonl", start, offset, first_line))
+    return specs
+
+
+def _plan_parquet(path: str, size: int) -> list[PartitionSpec]:
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise CorpusFormatError(f"cannot read Parquet metadata ({type(exc).__name__})", path=path) from None
+    prefix = _part_prefix(path)
+    specs: list[PartitionSpec] = []
+    group_start, rows = 0, 0
+    for g in range(meta.num_row_groups):
+        rows += meta.row_group(g).num_rows
+        if rows >= size:
+            specs.append(PartitionSpec(f"{prefix}-{len(specs):05d}", path, "parquet", group_start, g + 1))
+            group_start, rows = g + 1, 0
+    if group_start < meta.num_row_groups:
+        specs.append(
+            PartitionSpec(f"{prefix}-{len(specs):05d}", path, "parquet", group_start, meta.num_row_groups)
+        )
+    return specs
+
+
+def plan_partitions(paths: Sequence[str], partition_size: int = DEFAULT_PARTITION_SIZE) -> list[PartitionSpec]:
+    if partition_size < 1:
+        raise ValueError("partition size must be at least 1")
+    specs: list[PartitionSpec] = []
+    for path in paths:
+        kind = INPUT_KINDS[Path(path).suffix.lower()]
+        if kind == "jsonl":
+            specs.extend(_plan_jsonl(path, partition_size))
+        elif kind == "parquet":
+            specs.extend(_plan_parquet(path, partition_size))
+        else:
+            specs.append(PartitionSpec(f"{_part_prefix(path)}-00000", path, "csv", 0, 0))
+    return specs
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    part_id: str
+    path: str
+    record: str  # the record's id when known, else "line N" / "row N"
+    reason: str  # never note text
+
+
+def read_partition(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[Document, str | None] | Reject]:
+    """Yield (document, patient key) pairs or rejects; a bad record never stops the partition."""
+    if spec.kind == "jsonl":
+        yield from _read_jsonl_slice(spec, settings)
+    else:
+        yield from _read_table(spec, settings)
+
+
+def _read_jsonl_slice(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[Document, str | None] | Reject]:
+    with open(spec.path, "rb") as fh:
+        fh.seek(spec.start)
+        data = fh.read(spec.stop - spec.start)
+    for i, raw_line in enumerate(data.splitlines()):
+        lineno = spec.first_line + i
+        where = f"line {lineno}"
+        if not raw_line.strip():
+            continue
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield Reject(spec.part_id, spec.path, where, f"not valid UTF-8 (byte {exc.start})")
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield Reject(spec.part_id, spec.path, where, f"malformed JSON ({exc.msg})")
+            continue
+        record = str(raw.get("id", where)) if isinstance(raw, dict) else where
+        try:
+            # Input spans are not needed (the model detects PHI) but must not be trusted blindly.
+            doc = document_from_dict(raw, path=spec.path, line=lineno, allow_overlap=True, check_text=False)
+        except DeidError as exc:
+            yield Reject(spec.part_id, spec.path, record, _reason(exc))
+            continue
+        yield doc.with_spans(()), patient_key_from_meta(doc, settings.patient_key)
+
+
+def _reason(exc: Exception) -> str:
+    # CorpusFormatError messages name file/line/offsets only, never text.
+    return str(exc).split(": ", 1)[-1] if isinstance(exc, CorpusFormatError) else type(exc).__name__
+
+
+def _read_table(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[Document, str | None] | Reject]:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    try:
+        if spec.kind == "parquet":
+            table = pq.ParquetFile(spec.path).read_row_groups(list(range(spec.start, spec.stop)))
+            frame = table.to_pandas()
+            row_base = 0
+        else:
+            frame = pd.read_csv(spec.path, dtype=str, keep_default_na=False, encoding="utf-8")
+            row_base = 2  # header is line 1
+    except (UnicodeDecodeError, ValueError, OSError) as exc:
+        yield Reject(spec.part_id, spec.path, "file", f"cannot read file ({type(exc).__name__})")
+        return
+    missing = [c for c in (settings.id_column, settings.text_column) if c not in frame.columns]
+    if settings.patient_key and settings.patient_key not in frame.columns:
+        missing.append(settings.patient_key)
+    if missing:
+        yield Reject(spec.part_id, spec.path, "file", f"missing column(s): {', '.join(missing)}")
+        return
+    ids = frame[settings.id_column].tolist()
+    texts = frame[settings.text_column].tolist()
+    patients = frame[settings.patient_key].tolist() if settings.patient_key else [None] * len(ids)
+    for i, (doc_id, text, patient) in enumerate(zip(ids, texts, patients)):
+        record = str(doc_id) if doc_id not in (None, "") else f"row {row_base + i}"
+        if doc_id in (None, "") or not isinstance(text, str):
+            yield Reject(spec.part_id, spec.path, record, "missing id or text")
+            continue
+        yield Document(str(doc_id), text, (), {}), None if patient in (None, "") else str(patient)
+
+
+# --------------------------------------------------------------------------- processing
+
+#: Per-process cache: each worker process loads the model once, whatever the number of tasks.
+_PROCESSORS: dict[tuple[str, str, str, float, str | None], Deidentifier] = {}
+_LOADS: Counter[str] = Counter()
+
+
+def _processor_key(settings: BatchSettings) -> tuple[str, str, str, float, str | None]:
+    return (settings.model_dir, settings.mode, settings.secret_hex, settings.bias, settings.operator_settings)
+
+
+def _processor(settings: BatchSettings) -> Deidentifier:
+    key = _processor_key(settings)
+    proc = _PROCESSORS.get(key)
+    if proc is None:
+        proc = Deidentifier.from_model_dir(
+            settings.model_dir,
+            mode=settings.mode,
+            secret=bytes.fromhex(settings.secret_hex),
+            bias=settings.bias,
+            settings=json.loads(settings.operator_settings) if settings.operator_settings else None,
+        )
+        _PROCESSORS[key] = proc
+        _LOADS[_load_key(key)] += 1
+    return proc
+
+
+def _load_key(key: tuple[Any, ...]) -> str:
+    return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()[:12]
+
+
+def _paths(settings: BatchSettings, part_id: str) -> dict[str, Path]:
+    out = Path(settings.output_dir)
+    return {
+        "data": out / f"part-{part_id}.{settings.output_format}",
+        "rejects": out / "rejects" / f"part-{part_id}.jsonl",
+        "stats": out / "_stats" / f"part-{part_id}.json",
+    }
+
+
+def partition_done(settings: BatchSettings, part_id: str) -> bool:
+    return _paths(settings, part_id)["stats"].is_file()
+
+
+def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str, Any]:
+    """De-identify one partition and write its outputs; returns its stats (no PHI)."""
+    paths = _paths(settings, spec.part_id)
+    if paths["stats"].is_file():
+        stats = json.loads(paths["stats"].read_text("utf-8"))
+        stats["skipped"] = True
+        return stats
+    started = time.perf_counter()
+    proc = _processor(settings)
+    records: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
+    labels: Counter[str] = Counter()
+    for item in read_partition(spec, settings):
+        if isinstance(item, Reject):
+            rejects.append(item)
+            continue
+        doc, patient = item
+        try:
+            result = proc.deidentify(doc, patient_key=patient)
+            leaks = proc.leak_check(doc, result)
+            if not leaks.ok:
+                # Never write a note that still holds original PHI; the reason carries counts only.
+                rejects.append(Reject(
+                    spec.part_id, spec.path, doc.id,
+                    f"leak check: {len(leaks.leaks)} original PHI string(s) remain; not written",
+                ))
+                continue
+            record = proc.to_record(result)
+        except DeidError as exc:
+            rejects.append(Reject(spec.part_id, spec.path, doc.id, _reason(exc)))
+            continue
+        except Exception as exc:  # a bad record never kills the job; the reason names the type only
+            rejects.append(Reject(spec.part_id, spec.path, doc.id, f"failed: {type(exc).__name__}"))
+            continue
+        labels.update(s["label"] for s in record["spans"])
+        records.append(record)
+    _write_records(paths["data"], records, settings.output_format)
+    atomic_write_text(
+        paths["rejects"],
+        lambda fh: fh.writelines(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rejects),
+    )
+    stats = {
+        "part_id": spec.part_id,
+        "documents": len(records),
+        "rejected": len(rejects),
+        "spans_per_label": dict(sorted(labels.items())),
+        "seconds": round(time.perf_counter() - started, 4),
+        "pid": os.getpid(),
+        "model_loads": _LOADS[_load_key(_processor_key(settings))],
+        "skipped": False,
+    }
+    # Written last: its presence is what marks the partition done.
+    atomic_write_text(paths["stats"], lambda fh: fh.write(json.dumps(stats, sort_keys=True)))
+    return stats
+
+
+def _write_records(path: Path, records: list[dict[str, Any]], fmt: str) -> None:
+    if fmt == "jsonl":
+        atomic_write_text(
+            path, lambda fh: fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        )
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "id": [r["id"] for r in records],
+            "text": [r["text"] for r in records],
+            "spans": [json.dumps(r["spans"], ensure_ascii=False) for r in records],
+            "meta": [json.dumps(r["meta"], ensure_ascii=False, sort_keys=True) for r in records],
+        }
+    )
+    atomic_write_text(path, lambda fh: pq.write_table(table, fh), mode="wb")
+
+
+def read_output(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All output records of a finished job, sorted by id (for comparisons and tests)."""
+    import pyarrow.parquet as pq
+
+    records: list[dict[str, Any]] = []
+    for path in sorted(Path(output_dir).glob("part-*")):
+        if path.suffix == ".jsonl":
+            with open(path, encoding="utf-8") as fh:
+                records.extend(json.loads(line) for line in fh if line.strip())
+        elif path.suffix == ".parquet":
+            for row in pq.read_table(path).to_pylist():
+                records.append(
+                    {"id": row["id"], "text": row["text"], "spans": json.loads(row["spans"]),
+                     "meta": json.loads(row["meta"])}
+                )
+    return sorted(records, key=lambda r: r["id"])
+
+
+# --------------------------------------------------------------------------- orchestration
+
+
+def _run_part_list(specs: list[PartitionSpec], settings: BatchSettings) -> list[dict[str, Any]]:
+    return [process_partition(spec, settings) for spec in specs]
+
+
+def run_batch(
+    inputs: Sequence[str],
+    settings: BatchSettings,
+    *,
+    scheduler: str | None = None,
+    workers: int = 2,
+    partition_size: int = DEFAULT_PARTITION_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+) -> BatchSummary:
+    """Run the job on a Dask cluster: ``scheduler`` address, or a local cluster of ``workers``."""
+    import dask.bag as db
+    from distributed import Client, LocalCluster, as_completed
+
+    if settings.output_format not in OUTPUT_FORMATS:
+        raise DeidError(f"unknown output format {settings.output_format!r}")
+    paths = expand_inputs(inputs)
+    specs = plan_partitions(paths, partition_size)
+    Path(settings.output_dir).mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster)
+    results: list[dict[str, Any]] = []
+    try:
+        # One bag partition per spec, so map_partitions runs the single-process
+        # pipeline once per input slice.
+        bag = db.from_sequence(specs, npartitions=max(1, len(specs)))
+        futures = client.compute(bag.map_partitions(_run_part_list, settings).to_delayed())
+        done = 0
+        for future in as_completed(futures):
+            part_results = future.result()
+            results.extend(part_results)
+            done += len(part_results)
+            if progress is not None:
+                progress(done, len(specs))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return summarise(results, time.perf_counter() - started)
+
+
+def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary:
+    summary = BatchSummary(partitions=len(results), seconds=round(seconds, 3))
+    labels: Counter[str] = Counter()
+    loads: dict[str, int] = {}
+    for r in results:
+        summary.documents += r["documents"]
+        summary.rejected += r["rejected"]
+        labels.update(r["spans_per_label"])
+        if r.get("skipped"):
+            summary.partitions_skipped += 1
+        else:
+            summary.documents_this_run += r["documents"]
+            loads[str(r["pid"])] = max(loads.get(str(r["pid"]), 0), r["model_loads"])
+    summary.spans_per_label = dict(sorted(labels.items()))
+    summary.model_loads = loads
+    summary.docs_per_second = round(summary.documents_this_run / seconds, 2) if seconds > 0 else 0.0
+    return summary
