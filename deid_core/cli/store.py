@@ -1,7 +1,7 @@
-"""Store commands for pipelines: projects, imports, users, schema.
+"""Store commands for pipelines: projects, imports, pre-annotation, models, users, schema.
 
-``project create|list``, ``import``, ``users add|list|deactivate|activate|reset-password``
-and ``db upgrade|info``. Every command opens the store through ``open_store``,
+``project create|list``, ``import``, ``predict-queue``, ``models register|list|activate``,
+``users add|list|deactivate|activate|reset-password`` and ``db upgrade|info``. Every command opens the store through ``open_store``,
 which upgrades the schema first. The database URL comes from ``--db``,
 ``DEID_DATABASE_URL``, the config file, or the per-user SQLite default.
 Output names counts, ids, files and lines, never note text.
@@ -119,6 +119,43 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=run_users_reset)
     u.set_defaults(func=lambda _a: (u.print_help(), 2)[1])
 
+    # predict-queue
+    pq = subparsers.add_parser(
+        "predict-queue", help="pre-annotate unreviewed notes with the project's active model",
+        description="Predict every new or in-review note with the active model version and store"
+                    " the spans with the document log-probability that orders the review queue."
+                    " Notes already predicted by that version are skipped unless --redo.")
+    pq.add_argument("--project", required=True)
+    pq.add_argument("--bias", type=float, default=None,
+                    help="O-label bias (default: the project's setting)")
+    pq.add_argument("--redo", action="store_true",
+                    help="also re-predict notes this model version already predicted")
+    pq.add_argument("--limit", type=int, default=None, help="predict at most N notes")
+    pq.add_argument("--quiet", action="store_true", help="no progress bar")
+    _common(pq)
+    pq.set_defaults(func=run_predict_queue)
+
+    # models
+    m = subparsers.add_parser("models", help="register, list and activate a project's model versions")
+    ms = m.add_subparsers(dest="models_command", metavar="ACTION")
+    mr = ms.add_parser("register", help="register a trained model directory with a project")
+    mr.add_argument("path", help="model directory written by 'deid-workbench train'")
+    mr.add_argument("--project", required=True)
+    mr.add_argument("--activate", action="store_true", help="make it the active model")
+    mr.add_argument("--parent", default=None, help="version this model was retrained from")
+    _common(mr)
+    mr.set_defaults(func=run_models_register)
+    ml = ms.add_parser("list", help="list model versions (* = active)")
+    ml.add_argument("--project", required=True)
+    _common(ml)
+    ml.set_defaults(func=run_models_list)
+    ma = ms.add_parser("activate", help="make a registered version the active model")
+    ma.add_argument("version")
+    ma.add_argument("--project", required=True)
+    _common(ma)
+    ma.set_defaults(func=run_models_activate)
+    m.set_defaults(func=lambda _a: (m.print_help(), 2)[1])
+
     # db
     db = subparsers.add_parser("db", help="database schema: upgrade, info")
     ds = db.add_subparsers(dest="db_command", metavar="ACTION")
@@ -176,6 +213,57 @@ def run_import(args: argparse.Namespace) -> int:
     if result.n_duplicates > 50:
         print(f"  ... and {result.n_duplicates - 50} more")
     print("errors: 0")
+    return 0
+
+
+def run_predict_queue(args: argparse.Namespace) -> int:
+    from deid_core.store.predict import predict_queue
+
+    engine = _engine(args)
+    progress, close = (None, lambda: None) if args.quiet else tqdm_progress("predict")
+    try:
+        result = predict_queue(engine, args.project, bias=args.bias, redo=args.redo,
+                               limit=args.limit, actor=_actor(args), progress=progress)
+    finally:
+        close()
+    print(f"predicted {result.n_predicted} notes ({result.n_spans} spans) with model"
+          f" {result.model_version} at bias {result.bias:g} in {result.seconds:.1f}s")
+    print(f"skipped {result.n_skipped} notes already predicted by this model version")
+    return 0
+
+
+def run_models_register(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from deid_core.model import DeidModel
+    from deid_core.store.repository import register_model_version
+
+    path = Path(args.path).resolve()
+    model = DeidModel.load(path)
+    info = register_model_version(
+        _engine(args), args.project, version=model.version, artifact_path=str(path),
+        n_train_docs=int(model.metadata.get("documents", 0) or 0),
+        hyperparams=model.config.to_dict(), metrics=model.metrics, parent=args.parent,
+        activate=args.activate, actor=_actor(args))
+    print(f"registered model {info.version} for {args.project!r}"
+          f"{' (active)' if info.active else ''}")
+    return 0
+
+
+def run_models_list(args: argparse.Namespace) -> int:
+    from deid_core.store.repository import list_model_versions
+
+    for mv in list_model_versions(_engine(args), args.project):
+        print(f"{'*' if mv.active else ' '} {mv.version}\t{mv.created_at:%Y-%m-%d %H:%M}"
+              f"\t{mv.n_train_docs} docs\t{mv.artifact_path}")
+    return 0
+
+
+def run_models_activate(args: argparse.Namespace) -> int:
+    from deid_core.store.repository import activate_model_version
+
+    info = activate_model_version(_engine(args), args.project, args.version, actor=_actor(args))
+    print(f"active model for {args.project!r} is now {info.version}")
     return 0
 
 
