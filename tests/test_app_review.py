@@ -1,0 +1,109 @@
+"""Queue and Review pages: review next, save a review, see a conflict and keep the edits."""
+
+from __future__ import annotations
+
+import pytest
+from app_support import PROJECT, app_as, seed_store, texts
+
+from deid_core.spans import Span
+from deid_core.store import repository as repo
+from deid_core.tokenize import tokenize
+from deid_core.ui.editing import apply_action
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = seed_store(url, n_notes=4)
+    monkeypatch.setenv("DEID_DATABASE_URL", url)
+    return engine
+
+
+def claim(username):
+    """Queue page, "Review next", then stay on the Review page for the following runs."""
+    at = app_as(username, page="queue")
+    at.button(key="review_next").click().run()
+    at.switch_page("pages/review.py").run()
+    return at
+
+
+def least_confident(engine):
+    return repo.review_queue(engine, PROJECT, limit=1)[0]
+
+
+def test_review_next_opens_the_least_confident_note_and_never_twice(engine):
+    first = least_confident(engine)
+    rita = app_as("rita", page="queue")
+    assert texts(rita.title) == ["Review queue"] and not rita.exception
+    rita.button(key="review_next").click().run()
+    assert not rita.exception
+    assert rita.session_state["current_doc"] == first.doc_id
+    assert texts(rita.title) == [f"Note {first.external_id}"]
+    sam = app_as("sam", page="queue")
+    sam.button(key="review_next").click().run()
+    assert sam.session_state["current_doc"] not in (None, first.doc_id)
+
+
+def test_save_review_with_an_edit_then_next(engine):
+    rita = claim("rita")
+    doc_id = rita.session_state["current_doc"]
+    layers = repo.get_document(engine, doc_id)
+    text = layers.document.text
+    # What the component sends when the reviewer selects a word and presses a key:
+    word = tokenize(text).tokens[0]
+    state = rita.session_state["drafts"][doc_id]
+    edited = apply_action(state, {"type": "add", "start": word.start, "end": word.end,
+                                  "label": "PATIENT"}, tokenize(text).tokens, "rita", ["PATIENT"])
+    rita.session_state["drafts"][doc_id] = edited
+    rita.run()
+    assert [m.value for m in rita.metric][3] == "yes"  # unsaved edits
+    rita.button(key="save_next").click().run()
+    assert not rita.exception
+    saved = repo.get_document(engine, doc_id)
+    assert saved.status == "reviewed" and saved.version == 1
+    assert Span(word.start, word.end, "PATIENT").key in {s.key for s in saved.document.spans}
+    assert any(s.startswith("Saved note") for s in texts(rita.success))
+    assert rita.session_state["current_doc"] not in (None, doc_id)  # moved on
+    counts = repo.status_counts(engine, PROJECT)
+    assert counts["reviewed"] == 1
+
+
+def test_conflict_is_shown_and_edits_are_kept(engine):
+    rita = claim("rita")
+    doc_id = rita.session_state["current_doc"]
+    # sam opens the same note (e.g. from the queue table) and saves first
+    sam = app_as("sam", page="review")
+    sam.session_state["current_doc"] = doc_id
+    sam.run()
+    sam.button(key="save").click().run()
+    assert repo.get_document(engine, doc_id).version == 1
+    # rita deletes a span and saves on the version she opened
+    state = rita.session_state["drafts"][doc_id]
+    first = state.spans[0]
+    rita.session_state["drafts"][doc_id] = apply_action(
+        state, {"type": "delete", "start": first.start, "end": first.end}, (), "rita", [])
+    rita.run()
+    rita.button(key="save").click().run()
+    assert not rita.exception
+    errors = texts(rita.error)
+    assert errors and "changed by sam" in errors[0] and "draft" in errors[0]
+    assert repo.get_document(engine, doc_id).version == 1  # nothing overwritten
+    drafts = repo.list_drafts(engine, doc_id=doc_id, author="rita")
+    assert len(drafts) == 1 and first.key not in {s.key for s in drafts[0].spans}
+    assert rita.session_state["drafts"][doc_id].dirty  # the edit is still on screen
+    # she keeps her edits and saves over sam's version
+    rita.button(key="reapply").click().run()
+    rita.button(key="save").click().run()
+    after = repo.get_document(engine, doc_id)
+    assert after.version == 2 and first.key not in {s.key for s in after.document.spans}
+    assert repo.list_drafts(engine, doc_id=doc_id, author="rita") == []
+
+
+def test_skip_and_release(engine):
+    rita = claim("rita")
+    doc_id = rita.session_state["current_doc"]
+    rita.button(key="skip").click().run()
+    assert repo.get_document(engine, doc_id).status == "skipped"
+    nxt = rita.session_state["current_doc"]
+    rita.button(key="release").click().run()
+    assert repo.get_document(engine, nxt).status == "new"
