@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from pathlib import Path
@@ -11,7 +12,7 @@ from deid_core.cli.export import read_secret
 from deid_core.corpus import read_jsonl, write_jsonl
 from deid_core.export import verify_manifest
 from deid_core.model import DeidModel, TrainConfig, train_model
-from deid_core.spans import Document
+from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 
 
@@ -29,18 +30,42 @@ def model_dir(notes: list[Document], tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture()
 def corpus(notes: list[Document], tmp_path: Path) -> Path:
     path = tmp_path / "in.jsonl"
-    write_jsonl(path, notes[:20])  # notes the model learnt: it finds (nearly) all of their PHI
+    write_jsonl(path, notes[20:])
     return path
+
+
+@pytest.fixture()
+def perfect_model(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The real model, with its spans replaced by the input's gold spans.
+
+    These tests are about the command, not about model quality: a model that
+    misses a second mention of a name makes the command refuse to write (see
+    ``test_deidentify_stops_on_a_leak``), which must not depend on how well
+    a 30-iteration CRF happens to do. Returns the biases the model was called with.
+    """
+    real_predict = DeidModel.predict
+    biases: list[float] = []
+
+    def predict(self, doc, bias=0.0):  # type: ignore[no-untyped-def]
+        biases.append(bias)
+        pred = real_predict(self, doc, bias)
+        spans = tuple(Span(s.start, s.end, s.label, f"crf:{self.version}", s.score) for s in doc.spans)
+        return dataclasses.replace(pred, spans=spans)
+
+    monkeypatch.setattr(DeidModel, "predict", predict)
+    return biases
 
 
 @pytest.mark.parametrize("mode", ["surrogate", "tag", "redact"])
 def test_deidentify_writes_shared_jsonl_without_original_text(
-    model_dir: Path, corpus: Path, tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+    model_dir: Path, corpus: Path, tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str],
+    perfect_model: list[float],
 ) -> None:
     out = tmp_path / "out.jsonl"
     rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
                "--mode", mode, "--bias", "0.5"])
     assert rc == 0, capsys.readouterr().err
+    assert set(perfect_model) == {0.5}
     originals = {d.id: d for d in read_jsonl(corpus)}
     result = read_jsonl(out)
     assert [d.id for d in result] == list(originals)
@@ -49,13 +74,14 @@ def test_deidentify_writes_shared_jsonl_without_original_text(
         orig = originals[doc.id]
         assert doc.meta["original_id"] == orig.id and doc.meta["patient_key"] == orig.meta["patient_id"]
         assert doc.meta["model_version"] == version and doc.meta["bias"] == 0.5
-        assert doc.spans and all(s.source.startswith(("rule:", "crf:")) for s in doc.spans)
+        assert [s.label for s in doc.spans] == [s.label for s in orig.spans]
+        assert all(s.source == f"crf:{version}" for s in doc.spans)
         for span in orig.spans:
             value = orig.text[span.start : span.end]
             if span.label in ("PATIENT", "MEDICALRECORD", "PHONE") and len(value) > 4:
                 assert value not in doc.text
     report = json.loads(Path(f"{out}.leak_report.json").read_text())
-    assert report["ok"] is True and report["documents"] == 20
+    assert report["ok"] is True and report["documents"] == len(originals)
     secret = Path(f"{out}.secret")
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(read_secret(secret)) == 32
     assert "created secret" in capsys.readouterr().err
@@ -63,7 +89,10 @@ def test_deidentify_writes_shared_jsonl_without_original_text(
 
 def test_rerun_reuses_the_secret_and_gives_identical_output(model_dir: Path, corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.jsonl"
-    args = ["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out)]
+    # The real model's own predictions; --allow-leaks because a missed second mention is
+    # the model's business here, determinism is what is tested.
+    args = ["deidentify", "--model", str(model_dir), "--input", str(corpus), "--allow-leaks",
+            "--output", str(out)]
     assert main(args) == 0
     first = out.read_bytes()
     assert main(args) == 0
@@ -73,18 +102,19 @@ def test_rerun_reuses_the_secret_and_gives_identical_output(model_dir: Path, cor
     assert other.read_bytes() == first
 
 
-def test_deidentify_stops_on_a_leak(model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_deidentify_stops_on_a_leak(
+    model_dir: Path, corpus: Path, tmp_path: Path, monkeypatch, capsys, perfect_model: list[float]
+) -> None:
     """A model that misses one mention of a name it found elsewhere in the note."""
-    real_predict = DeidModel.predict
+    real_predict = DeidModel.predict  # the perfect model of the fixture
 
     def forgetful(self, doc, bias=0.0):  # type: ignore[no-untyped-def]
         pred = real_predict(self, doc, bias)
-        names = [s for s in pred.spans if s.label == "PATIENT" and len(s) > 5]
+        names = [s for s in pred.spans if s.label in ("PATIENT", "DOCTOR") and len(s) > 5]
         for a in names:
             twin = [s for s in names if s is not a and doc.text[s.start:s.end] == doc.text[a.start:a.end]]
             if twin:
-                spans = tuple(s for s in pred.spans if s is not twin[0])
-                return type(pred)(**{**{f: getattr(pred, f) for f in pred.__dataclass_fields__}, "spans": spans})
+                return dataclasses.replace(pred, spans=tuple(s for s in pred.spans if s is not twin[0]))
         return pred
 
     monkeypatch.setattr(DeidModel, "predict", forgetful)
@@ -92,7 +122,7 @@ def test_deidentify_stops_on_a_leak(model_dir: Path, corpus: Path, tmp_path: Pat
     rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out), "--mode", "tag"])
     err = capsys.readouterr().err
     assert rc == 3 and not out.exists()
-    assert "leak: document" in err and "PATIENT" in err
+    assert "leak: document" in err and ("PATIENT" in err or "DOCTOR" in err)
     report = json.loads(Path(f"{out}.leak_report.json").read_text())
     assert report["leaks"] >= 1
     assert main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
