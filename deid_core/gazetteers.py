@@ -217,3 +217,41 @@ def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
             for phrase in phrases:
                 out.add(label, phrase)
     return out
+
+
+def builtin_gazetteer(lang: str) -> Gazetteer:
+    """Name and place lists from Faker's locale data (installed, nothing downloaded).
+
+    Labels are generic (FIRST_NAME, LAST_NAME, COUNTRY, STATE, STREET_WORD):
+    gazetteer hits are features, and the CRF learns what each means for a
+    corpus's own labels. The lists are copied into the model directory at
+    training time, so a later Faker release cannot change a trained model.
+    """
+    from deid_core.tokenize import tokenize
+
+    if lang == "es":
+        from faker.providers.address.es_ES import Provider as Address
+        from faker.providers.person.es_ES import Provider as Person
+
+        states = list(getattr(Address, "states", ())) + list(getattr(Address, "regions", ()))
+        street = list(getattr(Address, "street_prefixes", ()))
+    else:
+        from faker.providers.address.en_US import Provider as Address
+        from faker.providers.person.en_US import Provider as Person
+
+        states = list(Address.states) + list(getattr(Address, "states_abbr", ()))
+        street = list(getattr(Address, "street_suffixes", ()))
+    lists = {
+        "FIRST_NAME": list(Person.first_names),
+        "LAST_NAME": list(Person.last_names),
+        "COUNTRY": list(getattr(Address, "countries", ())),
+        "STATE": states,
+        "STREET_WORD": street,
+    }
+    gaz = Gazetteer()
+    for label, phrases in lists.items():
+        for phrase in phrases:
+            words = [t.text for t in tokenize(str(phrase), lang).tokens]
+            if words:
+                gaz.add(label, words)
+    return gaz

@@ -199,3 +199,19 @@ def test_word_lists(tmp_path) -> None:
     latin.write_bytes("Mar\xeda\n".encode("latin-1"))
     with pytest.raises(CorpusFormatError, match="UTF-8"):
         load_word_list(latin, "NOMBRE")
+
+
+@pytest.mark.parametrize(
+    ("lang", "words", "label"),
+    [
+        ("en", ["John"], "FIRST_NAME"),
+        ("en", ["France"], "COUNTRY"),
+        ("en", ["Texas"], "STATE"),
+        ("es", ["Francia"], "COUNTRY"),
+        ("es", ["García"], "LAST_NAME"),
+    ],
+)
+def test_builtin_gazetteer(lang: str, words: list[str], label: str) -> None:
+    from deid_core.gazetteers import builtin_gazetteer
+
+    assert (0, len(words), label) in builtin_gazetteer(lang).matches(words)

@@ -270,3 +270,19 @@ def test_config_round_trip_and_switches(corpus) -> None:
     assert bare.rules is None and bare.rule_mapping == {} and len(bare.gazetteer) == 0
     pred = bare.predict(corpus[1][0])
     assert all(s.source.startswith("crf:") for s in pred.spans)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("sentence", 3), ("line", 2)],
+)
+def test_sequence_bounds(mode: str, expected: int) -> None:
+    from deid_core.model import sequence_bounds
+
+    tok = tokenize("Lives at Apt. 5 Main St. Today.\nNext line here.", "en")
+    bounds = sequence_bounds(tok, mode)
+    assert len(bounds) == expected
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(tok.tokens)
+    assert all(a < b for a, b in bounds)
+    with pytest.raises(ModelError):
+        sequence_bounds(tok, "paragraph")
