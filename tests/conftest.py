@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 POSTGRES_ENV = "DEID_TEST_POSTGRES_URL"
 REQUIRE_POSTGRES_ENV = "DEID_REQUIRE_POSTGRES"
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
-def _postgres_schema_url(base: str) -> Iterator[str]:
-    """A fresh schema per test, dropped afterwards, so repeated and concurrent runs never collide."""
+def _postgres_base() -> str:
+    """The PostgreSQL URL from the environment; skip (or, in CI, fail) without one."""
+    base = os.environ.get(POSTGRES_ENV)
+    if not base:
+        message = f"{POSTGRES_ENV} is not set: PostgreSQL store tests skipped"
+        if os.environ.get(REQUIRE_POSTGRES_ENV) == "1":
+            pytest.fail(f"{REQUIRE_POSTGRES_ENV}=1 but {POSTGRES_ENV} is not set")
+        pytest.skip(message)
+    return base
+
+
+@contextmanager
+def _postgres_schema(base: str) -> Iterator[str]:
+    """A fresh schema, dropped afterwards, so repeated and concurrent runs never collide."""
     from sqlalchemy import create_engine, text
 
     schema = f"t_{uuid.uuid4().hex[:16]}"
@@ -36,9 +51,9 @@ def _postgres_schema_url(base: str) -> Iterator[str]:
         admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """A database URL for an empty database: a SQLite file, or a fresh PostgreSQL schema.
+    """A database URL for an EMPTY database: a SQLite file, or a fresh PostgreSQL schema.
 
     PostgreSQL comes from ``DEID_TEST_POSTGRES_URL``; when it is unset the
     PostgreSQL cases skip, unless ``DEID_REQUIRE_POSTGRES=1`` (CI), where they fail.
@@ -46,22 +61,54 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: 
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'store.db'}"
         return
-    base = os.environ.get(POSTGRES_ENV)
-    if not base:
-        message = f"{POSTGRES_ENV} is not set: PostgreSQL store tests skipped"
-        if os.environ.get(REQUIRE_POSTGRES_ENV) == "1":
-            pytest.fail(f"{REQUIRE_POSTGRES_ENV}=1 but {message.split(':')[0]}")
-        pytest.skip(message)
-    yield from _postgres_schema_url(base)
+    with _postgres_schema(_postgres_base()) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def _migrated_store(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[tuple[str, object]]:  # type: ignore[no-untyped-def]
+    """Run the migrations once per module and backend; ``store`` hands out clean copies."""
+    from deid_core.store import open_store
+
+    if request.param == "sqlite":
+        template = tmp_path_factory.mktemp("store-template") / "template.db"
+        open_store(f"sqlite:///{template}").dispose()  # closing checkpoints the WAL into the file
+        yield "sqlite", template
+        return
+    with _postgres_schema(_postgres_base()) as url:
+        engine = open_store(url)
+        try:
+            yield "postgresql", engine
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[object]:
-    """An upgraded, empty store on each database backend (an SQLAlchemy Engine)."""
-    from deid_core.store import open_store
+def store(_migrated_store, tmp_path) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """An upgraded, empty store on each backend (an SQLAlchemy Engine).
 
-    engine = open_store(db_url)
+    SQLite: a copy of the migrated template file. PostgreSQL: the module's
+    migrated schema, emptied after each test (TRUNCATE fires no row triggers,
+    so the append-only audit table can be reset).
+    """
+    from sqlalchemy import text
+
+    from deid_core.store import open_store
+    from deid_core.store.models import Base
+
+    kind, handle = _migrated_store
+    if kind == "sqlite":
+        copy = tmp_path / "store.db"
+        shutil.copyfile(handle, copy)
+        engine = open_store(f"sqlite:///{copy}")
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+        return
     try:
-        yield engine
+        yield handle
     finally:
-        engine.dispose()
+        tables = ", ".join(t.name for t in Base.metadata.sorted_tables)
+        with handle.begin() as conn:  # type: ignore[attr-defined]
+            conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
