@@ -20,7 +20,6 @@ import json
 import os
 import secrets
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,23 +61,20 @@ def secret_for(output: str | os.PathLike[str], secret_file: str | None) -> tuple
     return read_secret(path), path, True
 
 
-def _operator_config(args: argparse.Namespace, *, lang: str, scheme: str | None, base: dict[str, Any] | None = None) -> Any:
-    from deid_core.operators import OperatorConfig
-
+def _operator_settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Project settings, then the ``--operators`` YAML on top (``--mode`` is applied last)."""
     raw: dict[str, Any] = dict(base or {})
     if getattr(args, "operators", None):
         try:
             loaded = yaml.safe_load(Path(args.operators).read_text("utf-8"))
         except (OSError, yaml.YAMLError) as exc:
-            raise UnsupportedFormat(f"{args.operators}: cannot read operator settings ({type(exc).__name__})") from None
+            raise UnsupportedFormat(
+                f"{args.operators}: cannot read operator settings ({type(exc).__name__})"
+            ) from None
         if not isinstance(loaded, dict):
             raise UnsupportedFormat(f"{args.operators}: operator settings must be a mapping")
         raw.update(loaded)
-    if getattr(args, "mode", None):
-        raw["default"] = {"kind": args.mode}
-    raw.setdefault("lang", lang)
-    raw.setdefault("scheme", scheme)
-    return OperatorConfig.from_dict(raw)
+    return raw
 
 
 def _print_leaks(report: Any, limit: int = 20) -> None:
@@ -97,44 +93,39 @@ def _print_leaks(report: Any, limit: int = 20) -> None:
 def run_deidentify(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from deid_core.corpus import atomic_write_text, document_to_dict, iter_jsonl
+    from deid_core.corpus import atomic_write_text, iter_jsonl
+    from deid_core.deidentify import Deidentifier
     from deid_core.leakcheck import LeakReport, check_deidentified
-    from deid_core.model import DeidModel
-    from deid_core.operators import deidentify_document, patient_key_from_meta
+    from deid_core.operators import patient_key_from_meta
 
-    model = DeidModel.load(args.model)
-    ops = _operator_config(args, lang=model.lang, scheme=model.scheme.name)
     secret, secret_path, created = secret_for(args.output, args.secret_file)
+    # The same per-note path as the Dask batch job, so both give the same bytes.
+    proc = Deidentifier.from_model_dir(
+        args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args)
+    )
     if created:
         print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
-    gen = ops.generator(secret)
     total = LeakReport([], 0, 0, {}, args.leak_scope)
     pairs: list[tuple[Any, Any]] = []
     counts = {"documents": 0, "spans": 0}
 
-    def documents() -> Iterator[tuple[Any, Any]]:
-        for doc in tqdm(iter_jsonl(args.input), desc="de-identifying", unit="doc", file=sys.stderr):
-            pred = model.predict(doc, bias=args.bias)
-            key = patient_key_from_meta(doc, args.patient_key)
-            result = deidentify_document(doc, pred.spans, config=ops, secret=secret, patient_key=key, generator=gen)
-            yield doc, result
-
     def write(fh: Any) -> None:
-        for doc, result in documents():
+        for doc in tqdm(iter_jsonl(args.input), desc="de-identifying", unit="doc", file=sys.stderr):
+            result = proc.deidentify(doc, patient_key=patient_key_from_meta(doc, args.patient_key))
             if args.leak_scope == "corpus":
                 pairs.append((doc, result))
             else:
-                report = check_deidentified([(doc, result)], lang=ops.lang)
+                report = proc.leak_check(doc, result)
                 total.hits.extend(report.hits)
                 total.n_documents += 1
                 total.n_candidates += report.n_candidates
                 for k, v in report.skipped.items():
                     total.skipped[k] = total.skipped.get(k, 0) + v
-            out = result.to_document().with_meta(model_version=model.version, bias=args.bias)
-            fh.write(json.dumps(document_to_dict(out), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(proc.to_record(result), ensure_ascii=False) + "\n")
             counts["documents"] += 1
             counts["spans"] += len(result.spans)
-        report = check_deidentified(pairs, lang=ops.lang, scope="corpus") if pairs else total
+        lang = proc.operators.lang
+        report = check_deidentified(pairs, lang=lang, scope="corpus") if pairs else total
         leak_path = Path(f"{args.output}.leak_report.json")
         atomic_write_text(leak_path, lambda f: json.dump(report.to_dict(), f, indent=1))
         if not report.ok:
@@ -152,7 +143,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
         return EXIT_LEAK
     print(
         f"wrote {counts['documents']} document(s), {counts['spans']} span(s) to {args.output}"
-        f" (mode {ops.default.kind}, model {model.version}, bias {args.bias})"
+        f" (mode {proc.operators.default.kind}, model {proc.model.version}, bias {args.bias})"
     )
     return 0
 
@@ -185,6 +176,7 @@ def _store_items(engine: Any, project: str, include_unreviewed: bool) -> list[An
 
 def run_export(args: argparse.Namespace) -> int:
     from deid_core.cli.store import _actor, tqdm_progress
+    from deid_core.deidentify import operator_config
     from deid_core.export import ExportConfig, export_corpus
     from deid_core.store import open_store
     from deid_core.store.audit import record_event
@@ -202,8 +194,9 @@ def run_export(args: argparse.Namespace) -> int:
             print("error: only an admin (--actor <admin user>) may export the surrogate mapping", file=sys.stderr)
             return 1
     project = get_project(engine, args.project)
-    ops = _operator_config(
-        args, lang=project.lang, scheme=project.scheme, base=project.settings.get("export_operators")
+    ops = operator_config(
+        lang=project.lang, scheme=project.scheme, mode=args.mode,
+        settings=_operator_settings(args, project.settings.get("export_operators")),
     )
     formats = tuple(f for group in (args.format or ["jsonl"]) for f in group.split(",") if f)
     config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
