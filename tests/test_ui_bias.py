@@ -92,3 +92,17 @@ def test_curve_is_sorted_monotone_and_charts(decoder):
 def test_pairs_must_match():
     with pytest.raises(ValueError):
         metrics_at_bias(ThresholdDecoder(), [GOLD], [], 0.0)
+
+
+def test_sweep_equals_decoding_each_bias_on_a_real_model():
+    from deid_core.model import TrainConfig, train_model
+    from deid_core.schemes import load_scheme
+    from deid_core.synthetic import generate_notes
+    from deid_core.ui.bias import sweep_spans
+
+    model = train_model(generate_notes(10, seed=3), lang="en", scheme=load_scheme("i2b2_2014"),
+                        config=TrainConfig(max_iterations=10))
+    grid = bias_grid(1.0)
+    for doc in generate_notes(4, seed=4):
+        enc = model.encode(Document(doc.id, doc.text))
+        assert sweep_spans(model, enc, grid) == [tuple(model.decode(enc, b).spans) for b in grid]

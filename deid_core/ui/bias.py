@@ -81,6 +81,34 @@ def metrics_at_bias(
     )
 
 
+def sweep_spans(model: Any, encoded: Any, biases: Sequence[float]) -> list[tuple[Any, ...]]:
+    """The model's spans for one note at every bias, each distinct Viterbi path post-processed once.
+
+    Spans depend only on the path (rule merge and filters do not see the bias),
+    and across a bias grid a note usually has only a handful of distinct
+    paths; turning each path into spans is the costly Python part of a sweep.
+    Falls back to ``decode_many``/``decode`` for models without the engine internals.
+    """
+    prediction = getattr(model, "_prediction", None)
+    weights = getattr(model, "weights", None)
+    if prediction is None or weights is None or not getattr(encoded, "tokens", None):
+        many = getattr(model, "decode_many", None)
+        preds = many(encoded, biases) if many is not None else [model.decode(encoded, b) for b in biases]
+        return [tuple(p.spans) for p in preds]
+    from deid_core.decoder import viterbi_sweep
+
+    paths = viterbi_sweep(encoded.emissions, encoded.sentences, weights.transitions,
+                          list(biases), model.o_index)
+    done: dict[bytes, tuple[Any, ...]] = {}
+    out = []
+    for path, b in zip(paths, biases):
+        key = path.tobytes()
+        if key not in done:
+            done[key] = tuple(prediction(encoded, path, float(b)).spans)
+        out.append(done[key])
+    return out
+
+
 def bias_curve(
     model: Decoder,
     gold: Sequence[Document],
@@ -90,19 +118,17 @@ def bias_curve(
 ) -> list[BiasPoint]:
     """One point per bias of ``grid`` (default -5..+3 by 0.5), sorted by bias.
 
-    Uses the model's ``decode_many`` when it has one: it re-decodes only the
-    sentences whose best path can change between biases.
+    The engine's sweep re-decodes only sentences whose best path can change
+    between biases (:func:`sweep_spans`).
     """
     if len(gold) != len(encoded):
         raise ValueError("gold documents and encodings must pair up")
     biases = sorted(bias_grid() if grid is None else grid)
-    many = getattr(model, "decode_many", None)
     per_bias: list[list[Document]] = [[] for _ in biases]
     n = max(1, len(gold))
     for i, (g, e) in enumerate(zip(gold, encoded)):
-        preds = many(e, biases) if many is not None else [model.decode(e, b) for b in biases]
-        for k, pred in enumerate(preds):
-            per_bias[k].append(g.with_spans(pred.spans))
+        for k, spans in enumerate(sweep_spans(model, e, biases)):
+            per_bias[k].append(g.with_spans(spans))
         if progress is not None and (i % 10 == 0 or i + 1 == len(gold)):
             progress(f"decoded {i + 1} of {len(gold)} notes", 0.9 * (i + 1) / n)
     out = [
