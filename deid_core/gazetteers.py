@@ -14,8 +14,10 @@ the model directory, which is as sensitive as the training corpus.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from deid_core.errors import CorpusFormatError, ModelError
@@ -219,16 +221,48 @@ def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
     return out
 
 
+def _faker_cities() -> list[str]:
+    """City names of every Faker address locale that lists them (~30k names, 41 locales)."""
+    import importlib
+    import pkgutil
+
+    import faker.providers.address as address
+
+    names: list[str] = []
+    for info in pkgutil.iter_modules(address.__path__):
+        try:
+            module = importlib.import_module(f"faker.providers.address.{info.name}")
+        except ImportError:  # pragma: no cover - a locale module that needs extras
+            continue
+        provider = getattr(module, "Provider", None)
+        names.extend(str(c) for c in (getattr(provider, "cities", None) or ()))
+    return names
+
+
+_SIMPLE_WORD = re.compile(r"^[^\W\d_]+$")
+_CASE_CHANGE = re.compile(r"[a-z][A-Z]|[A-Z]{2}[A-Z][a-z]")
+
+
+def _phrase_words(phrase: str, lang: str) -> list[str]:
+    """Tokenise a gazetteer phrase as notes are tokenised; plain words skip spaCy (30k cities)."""
+    words = phrase.split()
+    if all(_SIMPLE_WORD.match(w) and not _CASE_CHANGE.search(w) for w in words):
+        return words
+    from deid_core.tokenize import tokenize
+
+    return [t.text for t in tokenize(phrase, lang).tokens]
+
+
+@lru_cache(maxsize=4)
 def builtin_gazetteer(lang: str) -> Gazetteer:
     """Name and place lists from Faker's locale data (installed, nothing downloaded).
 
-    Labels are generic (FIRST_NAME, LAST_NAME, COUNTRY, STATE, STREET_WORD):
-    gazetteer hits are features, and the CRF learns what each means for a
-    corpus's own labels. The lists are copied into the model directory at
-    training time, so a later Faker release cannot change a trained model.
+    Labels are generic (FIRST_NAME, LAST_NAME, COUNTRY, STATE, CITY,
+    STREET_WORD): gazetteer hits are features, and the CRF learns what each
+    means for a corpus's own labels. The lists are copied into the model
+    directory at training time, so a later Faker release cannot change a
+    trained model. Treat the returned object as read-only (it is cached).
     """
-    from deid_core.tokenize import tokenize
-
     if lang == "es":
         from faker.providers.address.es_ES import Provider as Address
         from faker.providers.person.es_ES import Provider as Person
@@ -246,12 +280,13 @@ def builtin_gazetteer(lang: str) -> Gazetteer:
         "LAST_NAME": list(Person.last_names),
         "COUNTRY": list(getattr(Address, "countries", ())),
         "STATE": states,
+        "CITY": _faker_cities(),
         "STREET_WORD": street,
     }
     gaz = Gazetteer()
     for label, phrases in lists.items():
         for phrase in phrases:
-            words = [t.text for t in tokenize(str(phrase), lang).tokens]
+            words = _phrase_words(str(phrase), lang)
             if words:
                 gaz.add(label, words)
     return gaz
