@@ -207,7 +207,7 @@ def test_word_lists(tmp_path) -> None:
         ("en", ["John"], "FIRST_NAME"),
         ("en", ["France"], "COUNTRY"),
         ("en", ["Texas"], "STATE"),
-        ("en", ["Akureyri"], "CITY"),
+        ("en", ["Gdańsk"], "CITY"),
         ("es", ["Francia"], "COUNTRY"),
         ("es", ["García"], "LAST_NAME"),
     ],
