@@ -272,6 +272,7 @@ def export_corpus(
     actor: str | None = None,
     progress: Progress | None = None,
     audit: Callable[[dict[str, Any]], None] | None = None,
+    unreviewed_not_loaded: int = 0,
 ) -> ExportResult:
     """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
 
@@ -280,13 +281,15 @@ def export_corpus(
     the target, never the corpus) when the leak check fails and
     ``config.allow_leaks`` is false. ``audit``, if given, receives the
     manifest summary once the export is in place (the store records it as an
-    audit event).
+    audit event). ``unreviewed_not_loaded`` counts unreviewed documents the
+    caller left out without loading them (recorded as skipped).
     """
     target = Path(out_dir)
     _check_target(target)
     chosen, scope = select_scope(
         items, include_unreviewed=config.include_unreviewed, confirm_unreviewed=confirm_unreviewed
     )
+    scope["skipped_unreviewed"] += unreviewed_not_loaded
     report = progress or (lambda _m, _f: None)
     ops = config.operators
     gen = ops.generator(secret)
@@ -361,3 +364,102 @@ def verify_manifest(path: str | os.PathLike[str]) -> list[str]:
         if not p.is_file() or _sha256(p) != info["sha256"]:
             bad.append(rel)
     return bad
+
+
+# ----------------------------------------------------------------- from the store
+
+
+def items_from_store(engine: Any, project: str, *, include_unreviewed: bool = False) -> list[ExportItem]:
+    """Reviewed documents (reviewed layer, reviewers, latest model version and bias) and,
+    if asked, unreviewed ones with their latest prediction as the spans."""
+    from deid_core.store.repository import get_document, reviewed_corpus, unreviewed_documents
+
+    items = []
+    for doc in reviewed_corpus(engine, project):
+        layers = get_document(engine, int(doc.meta["db_id"]))
+        reviewers = tuple(sorted({a.author for a in layers.annotations if a.author}))
+        pred = layers.prediction
+        items.append(ExportItem(
+            doc, True, doc.meta.get("patient_id"), reviewers,
+            pred.model_version if pred else None, pred.bias if pred else None,
+        ))
+    if include_unreviewed:
+        for db_id, doc in unreviewed_documents(engine, project):
+            pred = get_document(engine, db_id).prediction
+            items.append(ExportItem(
+                doc.with_spans(pred.spans if pred is not None else ()), False,
+                doc.meta.get("patient_id"), (),
+                pred.model_version if pred else None, pred.bias if pred else None,
+            ))
+    return items
+
+
+def export_project(
+    engine: Any,
+    project: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    secret: bytes,
+    config: ExportConfig | None = None,
+    actor: str = "system",
+    confirm_unreviewed: bool = False,
+    mapping: SurrogateMapping | None = None,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Export a project from the store and record the export as an audit event.
+
+    ``config`` defaults to the project's ``export_operators`` setting (or
+    surrogates for every label) in its language and scheme, JSONL only. A
+    refused export (leak found, scope not confirmed) is recorded too, as
+    ``export_refused`` with the reason, and re-raised.
+    """
+    from deid_core.store.audit import record_event
+    from deid_core.store.engine import write_session
+    from deid_core.store.repository import UNREVIEWED, count_documents, get_project
+
+    info = get_project(engine, project)
+    if config is None:
+        raw = dict(info.settings.get("export_operators") or {})
+        raw.setdefault("lang", info.lang)
+        raw.setdefault("scheme", info.scheme)
+        config = ExportConfig(OperatorConfig.from_dict(raw))
+
+    def audit(summary: dict[str, Any]) -> None:
+        with write_session(engine) as s:
+            record_event(s, actor, "export", "project", project, project_id=info.id, after=summary)
+
+    items = items_from_store(engine, project, include_unreviewed=config.include_unreviewed)
+    skipped = 0 if config.include_unreviewed else count_documents(engine, project, UNREVIEWED)
+    try:
+        return export_corpus(
+            items, out_dir, config=config, secret=secret, mapping=mapping,
+            confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
+            progress=progress, audit=audit, unreviewed_not_loaded=skipped,
+        )
+    except (LeakDetected, ExportRefused) as exc:
+        with write_session(engine) as s:
+            record_event(
+                s, actor, "export_refused", "project", project, project_id=info.id,
+                after={"reason": type(exc).__name__, "path": str(out_dir),
+                       "formats": list(config.formats),
+                       "include_unreviewed": config.include_unreviewed},
+            )
+        raise
+
+
+def export_mapping_as(
+    engine: Any, username: str, mapping: SurrogateMapping, path: str | os.PathLike[str]
+) -> int:
+    """Write the surrogate mapping if ``username`` is an active admin in the store (audited)."""
+    from deid_core.store.audit import record_event
+    from deid_core.store.engine import write_session
+    from deid_core.store.users import get_user
+    from deid_core.surrogate_map import export_mapping
+
+    user = get_user(engine, username)
+    role = user.role if getattr(user, "active", True) else "inactive"
+    n = export_mapping(mapping, path, role=role)
+    with write_session(engine) as s:
+        record_event(s, username, "export_mapping", "surrogate_mapping", None, after={"entries": n})
+    return n
+

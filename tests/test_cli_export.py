@@ -181,6 +181,8 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "all"), "--include-unreviewed",
                  "--db", db_url]) == 1
     assert "confirm" in capsys.readouterr().err and not (tmp_path / "all").exists()
+    refused = list_events(open_store(db_url), action="export_refused")
+    assert len(refused) == 1 and refused[0].after["reason"] == "ExportRefused"
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "all"), "--include-unreviewed",
                  "--yes", "--db", db_url, "--mode", "tag"]) == 0
     manifest = json.loads((tmp_path / "all" / "manifest.json").read_text())
@@ -197,6 +199,7 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
                  "--actor", "root", "--mapping-out", str(m)]) == 0
     entries = [json.loads(line) for line in m.read_text().splitlines()]
     assert entries and {"key", "scope", "kind", "label", "surrogate"} == set(entries[0])
+    assert [e.actor for e in list_events(engine, action="export_mapping")] == ["root"]
     # Same secret file (created beside the first export) -> same surrogates.
     r3 = read_jsonl(tmp_path / "r3" / "corpus.jsonl")
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "r4"), "--db", db_url,

@@ -151,47 +151,23 @@ def run_deidentify(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- export
 
 
-def _store_items(engine: Any, project: str, include_unreviewed: bool) -> list[Any]:
-    from deid_core.export import ExportItem
-    from deid_core.store.repository import get_document, reviewed_corpus, unreviewed_documents
-
-    items = []
-    for doc in reviewed_corpus(engine, project):
-        layers = get_document(engine, int(doc.meta["db_id"]))
-        reviewers = tuple(sorted({a.author for a in layers.annotations if a.author}))
-        pred = layers.prediction
-        items.append(ExportItem(
-            doc, True, doc.meta.get("patient_id"), reviewers,
-            pred.model_version if pred else None, pred.bias if pred else None,
-        ))
-    for db_id, doc in unreviewed_documents(engine, project):
-        pred = get_document(engine, db_id).prediction
-        spans = pred.spans if pred is not None else ()
-        items.append(ExportItem(
-            doc.with_spans(spans), False, doc.meta.get("patient_id"), (),
-            pred.model_version if pred else None, pred.bias if pred else None,
-        ))
-    return items
-
-
 def run_export(args: argparse.Namespace) -> int:
     from deid_core.cli.store import _actor, tqdm_progress
     from deid_core.deidentify import operator_config
-    from deid_core.export import ExportConfig, export_corpus
+    from deid_core.export import ExportConfig, export_mapping_as, export_project
     from deid_core.store import open_store
-    from deid_core.store.audit import record_event
-    from deid_core.store.engine import write_session
     from deid_core.store.repository import get_project
     from deid_core.store.users import get_user
-    from deid_core.surrogate_map import InMemorySurrogateMapping, export_mapping
+    from deid_core.surrogate_map import InMemorySurrogateMapping
 
     engine = open_store(args.db)
     actor = _actor(args)
     if args.mapping_out:
         # Checked first, so a refused mapping export costs nothing.
-        role = get_user(engine, args.actor).role if args.actor else "cli"
-        if role != "admin":
-            print("error: only an admin (--actor <admin user>) may export the surrogate mapping", file=sys.stderr)
+        user = get_user(engine, args.actor) if args.actor else None
+        if user is None or user.role != "admin" or not user.active:
+            print("error: only an admin (--actor <admin user>) may export the surrogate mapping",
+                  file=sys.stderr)
             return 1
     project = get_project(engine, args.project)
     ops = operator_config(
@@ -204,19 +180,12 @@ def run_export(args: argparse.Namespace) -> int:
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     if created:
         print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
-    items = _store_items(engine, args.project, args.include_unreviewed)
     mapping = InMemorySurrogateMapping()
     progress, close = tqdm_progress("export")
-
-    def audit(summary: dict[str, Any]) -> None:
-        with write_session(engine) as s:
-            record_event(s, actor, "export", "project", args.project, project_id=project.id, after=summary)
-
     try:
-        result = export_corpus(
-            items, args.output, config=config, secret=secret, mapping=mapping,
-            confirm_unreviewed=args.yes, project=args.project, actor=actor, progress=progress,
-            audit=audit,
+        result = export_project(
+            engine, args.project, args.output, secret=secret, config=config, actor=actor,
+            confirm_unreviewed=args.yes, mapping=mapping, progress=progress,
         )
     except LeakDetected as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -224,7 +193,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         close()
     if args.mapping_out:
-        n = export_mapping(mapping, args.mapping_out, role="admin")
+        n = export_mapping_as(engine, args.actor, mapping, args.mapping_out)
         print(f"wrote {n} mapping entries to {args.mapping_out}")
     m = result.manifest
     print(
