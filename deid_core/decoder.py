@@ -18,6 +18,7 @@ rule, the probabilities stay the model's.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -267,6 +268,9 @@ class EmissionScorer:
         self._rows: dict[int, dict[str, int]] = {}
         self._n_rows = 0
         self._table = np.zeros((1024, self.n_labels))
+        # One model may serve several Streamlit sessions (st.cache_resource): the
+        # row table grows in place, so lookups and growth happen under a lock.
+        self._lock = threading.Lock()
 
     def _indicator(self, attr_lists: Sequence[Sequence[str]]) -> sp.csr_matrix:
         ids = self.ids
@@ -312,6 +316,12 @@ class EmissionScorer:
         out = np.array(self._scores(context), dtype=np.float64)
         if not len(context):
             return out
+        with self._lock:
+            return self._add_type_rows(out, offsets, window_words)
+
+    def _add_type_rows(
+        self, out: np.ndarray, offsets: Sequence[int], window_words: Sequence[Sequence[str]]
+    ) -> np.ndarray:
         for off, words in zip(offsets, window_words):
             rows = self._rows.get(off, {})
             idx = [rows.get(w, -1) for w in words]
