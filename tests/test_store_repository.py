@@ -342,3 +342,26 @@ def test_sqlite_pragmas(store) -> None:  # type: ignore[no-untyped-def]
     with store.connect() as conn:
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_bulk_import_refreshes_planner_statistics(store, project, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A freshly bulk-loaded PostgreSQL table has no statistics and the queue stops using its
+    index; imports above the threshold analyse right away."""
+    calls: list[tuple[str, ...]] = []
+    real = repo.refresh_statistics
+
+    def spy(engine, tables):  # type: ignore[no-untyped-def]
+        calls.append(tuple(tables))
+        real(engine, tables)
+
+    monkeypatch.setattr(repo, "refresh_statistics", spy)
+    monkeypatch.setattr(repo, "ANALYZE_AFTER_ROWS", 5)
+    repo.import_documents(store, project, notes(3))
+    assert calls == []
+    assert repo.import_documents(store, project, notes(9)).n_imported == 6
+    assert calls and "documents" in calls[0]
+    if store.dialect.name == "postgresql":
+        with store.connect() as conn:
+            assert conn.execute(text(
+                "SELECT count(*) FROM pg_stats WHERE schemaname = current_schema()"
+                " AND tablename = 'documents'")).scalar() > 0

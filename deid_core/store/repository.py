@@ -37,7 +37,7 @@ from deid_core.errors import (
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 from deid_core.store.audit import record_event
-from deid_core.store.engine import read_session, write_session
+from deid_core.store.engine import read_session, refresh_statistics, write_session
 from deid_core.store.models import (
     STATUSES,
     Annotation,
@@ -56,6 +56,8 @@ Progress = Callable[[str, float], None]
 LANGS = ("en", "es")
 ANNOTATION_MODES = ("none", "gold", "predictions")
 UNREVIEWED = ("new", "in_review")
+#: Bulk changes at least this large refresh the planner statistics afterwards.
+ANALYZE_AFTER_ROWS = 1000
 
 # ----------------------------------------------------------------- result types
 
@@ -451,9 +453,12 @@ def import_documents(
         record_event(s, actor, "import", "import_batch", batch.id, project_id=proj.id,
                      after={"format": fmt, "annotations": annotations, "n_documents": n_imported,
                             "n_duplicates": len(duplicates), "n_spans": n_spans})
-        if progress is not None:
-            progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
-        return ImportResult(batch.id, n_imported, n_spans, tuple(duplicates))
+        result = ImportResult(batch.id, n_imported, n_spans, tuple(duplicates))
+    if n_imported >= ANALYZE_AFTER_ROWS:
+        refresh_statistics(engine, ("documents", "predictions", "annotations"))
+    if progress is not None:
+        progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
+    return result
 
 
 def _bulk_insert(s: Session, table: Any, rows: list[dict[str, Any]]) -> None:
@@ -639,7 +644,9 @@ def set_queue_scores(
             s.execute(insert(QueueScore), rows)
         record_event(s, actor, "queue.scores", "project", proj.id, project_id=proj.id,
                      after={"strategy": strategy, "n": len(rows), "model_version": model_version})
-        return len(rows)
+    if len(rows) >= ANALYZE_AFTER_ROWS:
+        refresh_statistics(engine, ("queue_scores",))
+    return len(rows)
 
 
 # ----------------------------------------------------------------- documents
@@ -982,6 +989,8 @@ def record_predictions(
         n += len(chunk)
         if progress is not None:
             progress(f"stored {n} predictions", min(n / total, 1.0) if total else 0.0)
+    if n >= ANALYZE_AFTER_ROWS:
+        refresh_statistics(engine, ("documents", "predictions"))
     return n
 
 
