@@ -18,19 +18,19 @@ from deid_core.synthetic import generate_notes
 
 @pytest.fixture(scope="module")
 def notes() -> list[Document]:
-    return generate_notes(26, seed=21)
+    return generate_notes(18, seed=21)
 
 
 @pytest.fixture(scope="module")
 def model_dir(notes: list[Document], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model = train_model(notes[:20], lang="en", config=TrainConfig(max_iterations=30))
+    model = train_model(notes[:12], lang="en", config=TrainConfig(max_iterations=20))
     return model.save(tmp_path_factory.mktemp("model") / "m")
 
 
 @pytest.fixture()
 def corpus(notes: list[Document], tmp_path: Path) -> Path:
     path = tmp_path / "in.jsonl"
-    write_jsonl(path, notes[20:])
+    write_jsonl(path, notes[12:])
     return path
 
 
