@@ -364,7 +364,16 @@ class DeidModel:
         paths = viterbi_sweep(
             encoded.emissions, encoded.sentences, self.weights.transitions, biases, self.o_index
         )
-        return [self._prediction(encoded, p, float(b)) for p, b in zip(paths, biases)]
+        # A note has only a few distinct paths across a grid; spans, merge and
+        # filters (the slow Python part) run once per distinct path.
+        done: dict[bytes, Prediction] = {}
+        out = []
+        for path, b in zip(paths, biases):
+            key = path.tobytes()
+            if key not in done:
+                done[key] = self._prediction(encoded, path, float(b))
+            out.append(replace(done[key], bias=float(b)))
+        return out
 
     def _prediction(self, encoded: Encoded, path: np.ndarray | None, bias: float) -> Prediction:
         source = f"crf:{self.version}"
