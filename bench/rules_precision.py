@@ -1,14 +1,15 @@
 """Precision and recall of each regex rule against gold spans, and rules-only speed.
 
 Prints one JSON object. Corpora: MEDDOCAN train+dev with the Spanish rules,
-presidio-synth dev with the English rules (labels mapped, see PRESIDIO_LABELS).
+presidio-synth dev with the English rules (labels mapped, see PRESIDIO_LABELS),
+and generated English notes (deid_core.synthetic, i2b2 labels).
 
 A rule match is a strict hit when a gold span has the same offsets and the
 rule's (mapped) label; ``overlap_precision`` counts a match as right when it
 overlaps any gold span at all, whatever its label (the leak view: did the rule
 at least cover PHI?). Recall is over the gold spans of the rule's label.
 
-    python bench/rules_precision.py [--data ../shared/data] [--repeat 3]
+    python bench/rules_precision.py [--data ../shared/data] [--repeat 3] [--synthetic 300 --seed 11]
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from deid_core.merge import merge_spans  # noqa: E402
 from deid_core.postprocess import apply_filters, load_filters  # noqa: E402
 from deid_core.rules import RuleSet, load_rules  # noqa: E402
 from deid_core.spans import Document  # noqa: E402
+from deid_core.synthetic import generate_notes  # noqa: E402
 
 # i2b2 2014 rule labels -> presidio-synth gold labels. MEDICALRECORD has no
 # presidio counterpart: its matches are reported but not scored.
@@ -194,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--synthetic", type=int, default=300, help="synthetic English notes")
+    parser.add_argument("--seed", type=int, default=11, help="seed of the synthetic notes")
     args = parser.parse_args(argv)
 
     es_rules, en_rules = load_rules("es"), load_rules("en")
@@ -201,16 +205,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.data / "meddocan" / "dev.jsonl"
     )
     presidio = read_jsonl(args.data / "presidio-synth" / "dev.jsonl")
+    synthetic = generate_notes(args.synthetic, seed=args.seed)
     result = {
         "meddocan_train_dev": score_rules(meddocan, es_rules, lambda label: label),
         "presidio_synth_dev": score_rules(presidio, en_rules, PRESIDIO_LABELS.get),
+        "synthetic_en": score_rules(synthetic, en_rules, lambda label: label),
         "presidio_label_map": PRESIDIO_LABELS,
         "filters_on_gold": {
             "meddocan_train_dev": filters_on_gold(meddocan, "es"),
             "presidio_synth_dev": filters_on_gold(presidio, "en"),
+            "synthetic_en": filters_on_gold(synthetic, "en"),
         },
         "speed_meddocan_es": time_rules(meddocan, es_rules, args.repeat),
         "speed_meddocan_en_rules": time_rules(meddocan, en_rules, args.repeat),
+        "speed_synthetic_en": time_rules(synthetic, en_rules, args.repeat),
     }
     print(json.dumps(result, indent=1, ensure_ascii=False))
     return 0

@@ -40,7 +40,8 @@ _FLAG_NAMES = {
 }
 _FRAGMENT = re.compile(r"\{\{(\w+)\}\}")
 _RULE_KEYS = {
-    "name", "label", "pattern", "score", "validator", "group", "flags", "anchor", "description",
+    "name", "label", "pattern", "score", "validator", "group", "flags", "anchor", "window",
+    "description",
 }
 DEFAULT_WINDOW = (48, 40)  # characters searched before and after each anchor hit
 
@@ -94,6 +95,8 @@ class Rule:
     # share an anchor are only searched in windows around its hits: one scan for
     # the anchor replaces a scan of the whole note per rule.
     anchor: re.Pattern[str] | tuple[str, ...] | None = None
+    # Characters searched before and after each anchor hit; None: the rule set's.
+    window: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         where = {"rule": self.name or "<unnamed>", "path": self.origin}
@@ -146,6 +149,14 @@ class Rule:
         elif anchor is not None and not isinstance(anchor, re.Pattern):
             raise RuleError("anchor must be a regex or a list of literal words", **where)
         object.__setattr__(self, "anchor", anchor)
+        if self.window is not None:
+            try:
+                before, after = (int(x) for x in self.window)
+            except (TypeError, ValueError):
+                raise RuleError("window must be [before, after] in characters", **where) from None
+            if before < 0 or after < 0:
+                raise RuleError("window sizes must not be negative", **where)
+            object.__setattr__(self, "window", (before, after))
 
     @property
     def source(self) -> str:
@@ -211,9 +222,15 @@ def anchor_windows(
     if lowered is None and isinstance(anchor, tuple):
         candidate = text.lower()
         lowered = candidate if len(candidate) == len(text) else None
+    return _windows(text, _anchor_hits(text, lowered, anchor), before, after)
+
+
+def _windows(
+    text: str, hits: Iterable[tuple[int, int]], before: int, after: int
+) -> list[tuple[int, int]]:
     n = len(text)
     windows: list[list[int]] = []
-    for start, end in _anchor_hits(text, lowered, anchor):
+    for start, end in hits:
         lo = max(0, start - before)
         hi = min(n, end + after)
         if windows and lo <= windows[-1][1]:
@@ -273,10 +290,11 @@ class RuleSet:
         self.window = (int(window[0]), int(window[1]))
         if min(self.window) < 0:
             raise RuleError("window sizes must not be negative", path=origin)
-        # Rules grouped by anchor, so each anchor is scanned once per note.
-        plan: dict[re.Pattern[str] | tuple[str, ...] | None, list[Rule]] = {}
+        # Rules grouped by anchor and window, so each anchor is scanned once per note
+        # and each window set is built once.
+        plan: dict[tuple[Any, tuple[int, int]], list[Rule]] = {}
         for rule in self.rules:
-            plan.setdefault(rule.anchor, []).append(rule)
+            plan.setdefault((rule.anchor, rule.window or self.window), []).append(rule)
         self._plan = list(plan.items())
         seen: set[str] = set()
         for rule in self.rules:
@@ -310,18 +328,21 @@ class RuleSet:
         tested against).
         """
         best: dict[tuple[int, int, str], Span] = {}
-        before, after = self.window
         lowered: str | None = None
-        for anchor, rules in self._plan:
+        hits_by_anchor: dict[Any, list[tuple[int, int]]] = {}
+        for (anchor, (before, after)), rules in self._plan:
             windows = None
             if anchor is not None and use_anchors:
-                if isinstance(anchor, tuple) and lowered is None:
-                    lowered = text.lower()
-                    if len(lowered) != len(text):
-                        lowered = None
-                windows = anchor_windows(text, anchor, before, after, lowered=lowered)
-                if not windows:
+                hits = hits_by_anchor.get(anchor)
+                if hits is None:
+                    if isinstance(anchor, tuple) and lowered is None:
+                        lowered = text.lower()
+                        if len(lowered) != len(text):
+                            lowered = None
+                    hits = hits_by_anchor[anchor] = _anchor_hits(text, lowered, anchor)
+                if not hits:
                     continue
+                windows = _windows(text, hits, before, after)
             for rule in rules:
                 spans = rule.find(text, windows)
                 self._keep_best(best, spans)
@@ -375,6 +396,7 @@ class RuleSet:
                     flags=parse_flags(item.get("flags"), rule=name, path=origin),
                     origin=origin,
                     anchor=anchor,  # type: ignore[arg-type]  # compiled in __post_init__
+                    window=_rule_window(item.get("window"), rule=name, path=origin),
                 )
             )
         window = raw.get("window", {}) or {}
@@ -407,6 +429,19 @@ class RuleSet:
     @classmethod
     def from_text(cls, text: str, *, origin: str | None = None) -> RuleSet:
         return cls.from_dict(load_yaml_text(text, origin=origin), origin=origin)
+
+
+def _rule_window(raw: Any, *, rule: str, path: str | None) -> tuple[int, int] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        raw = [raw.get("before"), raw.get("after")]
+    if not isinstance(raw, list | tuple) or len(raw) != 2:
+        raise RuleError("window must be [before, after] in characters", rule=rule, path=path)
+    try:
+        return int(raw[0]), int(raw[1])
+    except (TypeError, ValueError):
+        raise RuleError("window must be [before, after] in characters", rule=rule, path=path) from None
 
 
 @cache

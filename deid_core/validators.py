@@ -207,3 +207,35 @@ def es_postal_code(text: str, match: re.Match[str] | None = None) -> bool:
     """Spanish postal codes start with a province number 01-52."""
     digits = _digits(text)
     return len(digits) == 5 and 1 <= int(digits[:2]) <= 52
+
+
+# Words that make "5/10" or "3/5" a score, a strength grade or a fraction, not a date.
+_SCORE_CONTEXT = re.compile(
+    r"(?i:\b(?:pain|strength|score|scale|rated?|rating|power|grade[ds]?|motor|reflex(?:es)?|murmur"
+    r"|down\s+from|up\s+from|out\s+of|apgars?|gcs|vas|nrs)\b[^\n]{0,12})$"
+)
+
+
+@register("short_date")
+def short_date(text: str, match: re.Match[str] | None = None) -> bool:
+    """A yearless "9/14": calendar-valid and not right after a score word ("Pain is 7/10")."""
+    if match is None or not valid_date(text, match):
+        return False
+    start = match.start()
+    before = match.string[max(0, start - 30) : start]
+    return _SCORE_CONTEXT.search(before) is None
+
+
+# Cues after which a phone-shaped number belongs to another rule (fax, record, episode).
+_OTHER_CUE = re.compile(
+    r"(?i:\b(?:fax(?:ed\s+to)?|nhc|episodio|nass|mrn)\b\.?\s*(?:#|no\.?|n[º°])?\s*[:#.]?\s*(?:\+\s?)?\(?)$"
+)
+
+
+@register("phone_context")
+def phone_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """A phone shape right after a fax, record or episode cue is left to that cue's rule."""
+    if match is None:
+        return True
+    start = match.start()
+    return _OTHER_CUE.search(match.string[max(0, start - 20) : start]) is None
