@@ -279,3 +279,46 @@ def test_damaged_model_files(tiny_model, tmp_path, mutate, message: str) -> None
         read_weights(bad)
     with pytest.raises(ModelError, match="cannot read"):
         read_weights(tmp_path / "missing.crfsuite")
+
+
+def test_exact_weights_decide_a_near_tie_the_dump_gets_wrong(random_model) -> None:
+    """A case where the 6-decimal dump flips CRFsuite's decision and the binary weights do not.
+
+    With real-valued attributes {a: 1, b: x}, pick x so that two labels tie
+    under the exact weights, then nudge it so the exact weights prefer the
+    label the rounded weights do not.
+    """
+    crf, path, _ = random_model
+    weights = read_weights(path)
+    exact = weights.state.toarray()
+    rounded = np.zeros_like(exact)
+    attr_id = {a: i for i, a in enumerate(weights.attributes)}
+    for (attr, label), value in crf.state_features_.items():
+        rounded[attr_id[attr], weights.labels.index(label)] = value
+    n_attrs, n_labels = exact.shape
+    case = None
+    for a, b in itertools.permutations(range(min(n_attrs, 40)), 2):
+        for l1, l2 in itertools.combinations(range(n_labels), 2):
+            da, db = exact[a, l1] - exact[a, l2], exact[b, l1] - exact[b, l2]
+            if abs(db) < 1e-3 or not 0.1 < -da / db < 10:
+                continue
+            x = -da / db
+            s = np.sort(exact[a] + x * exact[b])[::-1]
+            top = set(np.argsort(-(exact[a] + x * exact[b]))[:2].tolist())
+            if top != {l1, l2} or s[1] - s[2] < 1e-3:
+                continue
+            gap_rounded = (rounded[a, l1] - rounded[a, l2]) + x * (rounded[b, l1] - rounded[b, l2])
+            if abs(gap_rounded) > 1e-8:
+                case = (a, b, l1, l2, x, gap_rounded, db)
+                break
+        if case:
+            break
+    assert case is not None, "no near tie found among the first attributes"
+    a, b, l1, l2, x, gap_rounded, db = case
+    x += (-np.sign(gap_rounded) * abs(gap_rounded) / 10) / db
+    emission = (exact[a] + x * exact[b])[None, :]
+    ours, _ = viterbi(emission, [(0, 1)], weights.transitions)
+    dumped, _ = viterbi((rounded[a] + x * rounded[b])[None, :], [(0, 1)], weights.transitions)
+    theirs = crf.predict([[{weights.attributes[a]: 1.0, weights.attributes[b]: float(x)}]])[0]
+    assert [weights.labels[int(ours[0])]] == list(theirs)
+    assert int(dumped[0]) != int(ours[0])
