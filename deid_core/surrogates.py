@@ -40,6 +40,7 @@ import random
 import re
 import string
 import threading
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -79,6 +80,12 @@ class Surrogate:
     entry: MappingEntry | None  # what to record in the mapping store
 
 
+def _fold(word: str) -> str:
+    """Case- and accent-folded: "Vázquez" and "VAZQUEZ" are one name."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 @lru_cache(maxsize=4)
 def _language_data(lang: str) -> dict[str, Any]:
     if lang not in ("en", "es"):
@@ -88,24 +95,36 @@ def _language_data(lang: str) -> dict[str, Any]:
     faker = Faker(data["faker_locale"])
     person = faker.provider("faker.providers.person")
     address = faker.provider("faker.providers.address")
-    female = tuple(person.first_names_female)
-    male = tuple(person.first_names_male)
-    last = tuple(person.last_names)
+    all_female = tuple(person.first_names_female)
+    all_male = tuple(person.first_names_male)
+    all_last = tuple(person.last_names)
+    firsts = {_fold(n) for n in all_female + all_male}
+    lasts = {_fold(n) for n in all_last}
+    # Surrogate pools: one word each, and unambiguous (Faker's es_ES lists put
+    # "Roldán" among first names and "María" among male ones), so that a
+    # surrogate reads as what it replaces.
+    female = tuple(n for n in all_female if " " not in n and _fold(n) not in lasts)
+    male = tuple(n for n in all_male if " " not in n and _fold(n) not in lasts)
+    last = tuple(n for n in all_last if " " not in n and _fold(n) not in firsts)
+    female_only = {_fold(n) for n in all_female} - {_fold(n) for n in all_male}
+    male_only = {_fold(n) for n in all_male} - {_fold(n) for n in all_female}
+    female = tuple(n for n in female if _fold(n) in female_only) or female
+    male = tuple(n for n in male if _fold(n) in male_only) or male
     data.update(
         faker=faker,
         female=female,
         male=male,
         last=last,
-        female_set={n.casefold() for n in female},
-        male_set={n.casefold() for n in male},
-        last_set={n.casefold() for n in last},
+        female_set={_fold(n) for n in all_female},
+        male_set={_fold(n) for n in all_male},
+        last_set=lasts,
         states=tuple(address.states),
         states_abbr=tuple(getattr(address, "states_abbr", ())),
         countries=tuple(address.countries),
     )
-    data["state_set"] = {s.casefold() for s in data["states"]}
-    data["abbr_set"] = {s.casefold() for s in data["states_abbr"]}
-    data["country_set"] = {c.casefold() for c in data["countries"]}
+    data["state_set"] = {_fold(s) for s in data["states"]}
+    data["abbr_set"] = {_fold(s) for s in data["states_abbr"]}
+    data["country_set"] = {_fold(c) for c in data["countries"]}
     data["suffix_set"] = set(data.get("suffixes") or [])
     data["particle_set"] = set(data.get("particles") or [])
     return data
@@ -370,16 +389,25 @@ def _gen_name(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
         for i in name_idx:
             roles[i] = "last" if i < comma else "first"
     elif len(name_idx) == 1:
-        low = tokens[name_idx[0]].rstrip(".").casefold()
+        low = _fold(tokens[name_idx[0]].rstrip("."))
         is_first = (low in data["female_set"] or low in data["male_set"]) and low not in data["last_set"]
         roles[name_idx[0]] = "first" if is_first else "last"
     elif gen.lang == "es":
-        # "Juan Carlos García López": leading known first names, then surnames.
+        # "Juan Carlos García López": leading first names, then surnames. A word
+        # in both lists ("Carlos") is a first name only between first names and
+        # before another word; "García López" alone is two surnames.
         first_done = False
         for n, i in enumerate(name_idx):
-            low = tokens[i].casefold()
+            low = _fold(tokens[i])
             known_first = low in data["female_set"] or low in data["male_set"]
-            if n == 0 or (not first_done and known_first):
+            known_last = low in data["last_set"]
+            more = n + 1 < len(name_idx)
+            only_last = known_last and not known_first
+            if first_done:
+                roles[i] = "last"
+            elif n == 0 and more and not only_last:
+                roles[i] = "first"  # a multi-word name starts with a given name
+            elif n > 0 and known_first and (not known_last or more):
                 roles[i] = "first"
             else:
                 first_done = True
@@ -404,7 +432,7 @@ def _gen_name(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
 def _name_word(gen: SurrogateGenerator, word: str, role: str, gender: str | None, draw: _Draw) -> str:
     data = gen.data
     core = word.rstrip(".")
-    low = core.casefold()
+    low = _fold(core)
     if role == "last":
         pool: tuple[str, ...] = data["last"]
     elif low in data["female_set"] and low not in data["male_set"]:
@@ -443,7 +471,7 @@ def _pick(pool: tuple[str, ...]) -> Callable[[SurrogateGenerator, str, _Draw], s
 def _gen_state(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
     data = gen.data
     core = value.strip().rstrip(".")
-    if data["states_abbr"] and core.casefold() in data["abbr_set"] and len(core) <= 3:
+    if data["states_abbr"] and _fold(core) in data["abbr_set"] and len(core) <= 3:
         return _pick(data["states_abbr"])(gen, value, draw)
     return _pick(data["states"])(gen, value, draw)
 
@@ -453,7 +481,7 @@ def _gen_country(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
 
 
 def _gen_location(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
-    low = normalise(value)
+    low = _fold(normalise(value))
     data = gen.data
     if low in data["country_set"]:
         return _gen_country(gen, value, draw)

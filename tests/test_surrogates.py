@@ -160,6 +160,27 @@ def test_spanish_places(es: SurrogateGenerator, value: str, label: str, prefix: 
     assert not prefix or out.startswith(prefix)
 
 
+@pytest.mark.parametrize(
+    ("value", "roles"),
+    [
+        ("Juan Carlos García López", ["first", "first", "last", "last"]),
+        ("García López", ["last", "last"]),
+        ("Pérez, María", ["last", "first"]),
+        ("Dra. María Pérez", [None, "first", "last"]),
+    ],
+)
+def test_spanish_names_keep_given_names_and_surnames(es: SurrogateGenerator, value: str, roles: list) -> None:
+    out = es.generate(value, "NOMBRE_SUJETO_ASISTENCIA", patient_key="p1").text
+    assert out is not None
+    words = out.replace(",", "").split(" ")
+    firsts = set(es.data["female"]) | set(es.data["male"])
+    for word, role, original in zip(words, roles, value.replace(",", "").split(" ")):
+        if role is None:
+            assert word == original
+        else:
+            assert word in (firsts if role == "first" else set(es.data["last"])), (word, role)
+
+
 def test_hospital_surrogate_looks_like_a_hospital(en: SurrogateGenerator) -> None:
     out = en.generate("Massachusetts General Hospital", "HOSPITAL", patient_key="p1").text
     assert out is not None and re.search(r"Hospital|Medical Center", out)
