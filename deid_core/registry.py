@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -35,7 +33,6 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, float], None]
 
 __all__ = [
-    "BackgroundRetrainer",
     "Comparison",
     "Decision",
     "RetrainPolicy",
@@ -46,6 +43,7 @@ __all__ = [
     "is_heldout",
     "learning_curve",
     "retrain",
+    "retrain_due",
     "should_retrain",
     "split_reviewed",
 ]
@@ -62,7 +60,7 @@ Trainer = Callable[[list[Document], "Progress | None"], Any]
 class RetrainPolicy:
     """Project settings for retraining; stored in the project's settings JSON."""
 
-    retrain_every: int = 20  # N: retrain after this many newly reviewed notes
+    retrain_every: int = 50  # N, as the store's project default: retrain after N new reviews
     tolerance_f1: float = 0.005  # a candidate may be this much worse on strict F1 ...
     tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
@@ -340,6 +338,7 @@ def retrain(
     decision = Decision(accepted, reason, comparison)
     n_tokens = sum(len(tokenize(d.text, lang).tokens) for d in train_docs)
     metrics = {
+        "n_reviewed": len(reviewed),
         "n_train_docs": len(train_docs),
         "n_train_tokens": n_tokens,
         "train_seconds": round(train_seconds, 3),
@@ -386,59 +385,24 @@ def learning_curve(versions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return points
 
 
-# --------------------------------------------------------------------------- background
+# --------------------------------------------------------------------------- the store
 
 
-class BackgroundRetrainer:
-    """One retrain at a time in a worker thread, with progress the UI can poll.
+def retrain_due(engine: Any, project: str) -> bool:
+    """True once N notes were reviewed since the latest retrain, accepted or rejected.
 
-    A thread (not a process) because the trained model must come back to the
-    app's process; the CRF trainer and feature extraction release the UI
-    thread between steps, and a second request while one runs is refused
-    rather than queued (the next N reviewed notes will trigger another).
+    Counting from the latest candidate, not the active model, stops a rejected
+    candidate from triggering a retrain at every following review. Call it
+    after each saved review and start the background retrain when it is True.
     """
+    from deid_core.store import repository as repo
 
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deid-retrain")
-        self._lock = threading.Lock()
-        self._future: Future[Any] | None = None
-        self._message = "idle"
-        self._fraction = 0.0
-
-    def _progress(self, message: str, fraction: float) -> None:
-        with self._lock:
-            self._message = message
-            self._fraction = fraction
-
-    @property
-    def running(self) -> bool:
-        with self._lock:
-            return self._future is not None and not self._future.done()
-
-    def submit(self, job: Callable[[Progress], Any]) -> Future[Any] | None:
-        """Start ``job(progress)`` unless a retrain is running; returns its future or None."""
-        with self._lock:
-            if self._future is not None and not self._future.done():
-                return None
-            self._message, self._fraction = "starting", 0.0
-            self._future = self._pool.submit(job, self._progress)
-            return self._future
-
-    def status(self) -> dict[str, Any]:
-        with self._lock:
-            fut = self._future
-            state = "idle" if fut is None else ("running" if not fut.done() else "done")
-            error = None
-            if fut is not None and fut.done() and fut.exception() is not None:
-                state = "failed"
-                # Type only: an exception message could in principle quote a note.
-                error = type(fut.exception()).__name__
-            return {"state": state, "message": self._message, "fraction": self._fraction, "error": error}
-
-    def result(self, timeout: float | None = None) -> Any:
-        with self._lock:
-            fut = self._future
-        return None if fut is None else fut.result(timeout=timeout)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+    info = repo.get_project(engine, project)
+    policy = RetrainPolicy.from_settings(info.settings)
+    n_reviewed = repo.count_documents(engine, project, ("reviewed",))
+    versions = repo.list_model_versions(engine, project)
+    if not versions:
+        return should_retrain(n_reviewed, policy)
+    last = versions[-1]
+    seen = last.metrics.get("n_reviewed", last.n_train_docs)
+    return should_retrain(n_reviewed - int(seen), policy)

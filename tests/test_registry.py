@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import pytest
 
 from deid_core.registry import (
-    BackgroundRetrainer,
     RetrainPolicy,
     decide,
     is_heldout,
@@ -193,29 +191,27 @@ def test_learning_curve_from_model_history() -> None:
     assert curve[1]["reason"].startswith("rejected")
 
 
-def test_background_retrainer_runs_one_job_at_a_time() -> None:
-    bg = BackgroundRetrainer()
-    gate = threading.Event()
+# --------------------------------------------------------------------------- with the store
 
-    def job(progress):  # noqa: ANN001
-        progress("halfway", 0.5)
-        gate.wait(5)
-        return "model"
 
-    fut = bg.submit(job)
-    assert fut is not None
-    assert bg.submit(job) is None  # refused while running
-    gate.set()
-    assert bg.result(timeout=5) == "model"
-    assert bg.status()["state"] == "done" and bg.status()["fraction"] == 0.5
+def test_retrain_due_counts_reviews_since_the_latest_candidate(store) -> None:  # noqa: ANN001
+    from deid_core.registry import retrain_due
+    from deid_core.store import repository as repo
 
-    def broken(progress):  # noqa: ANN001
-        raise RuntimeError("secret note text")
-
-    bg.submit(broken)
-    with pytest.raises(RuntimeError):
-        bg.result(timeout=5)
-    status = bg.status()
-    assert status["state"] == "failed" and status["error"] == "RuntimeError"
-    assert "secret" not in repr(status)
-    bg.shutdown()
+    repo.create_project(store, "al", settings={"retrain_every": 3})
+    repo.import_documents(store, "al", [note(i) for i in range(2)], annotations="gold")
+    assert not retrain_due(store, "al")  # 2 reviewed, no model yet
+    repo.import_documents(store, "al", [note(i) for i in range(2, 4)], annotations="gold")
+    assert retrain_due(store, "al")
+    first = retrain([note(i) for i in range(4)], trainer=label_trainer, policy=RetrainPolicy(folds=2))
+    repo.register_model_version(store, "al", version="v1", artifact_path="/nowhere",
+                                metrics=first.metrics, activate=True)
+    assert not retrain_due(store, "al")
+    repo.import_documents(store, "al", [note(i) for i in range(4, 6)], annotations="gold")
+    assert not retrain_due(store, "al")
+    # a rejected candidate also resets the count
+    repo.import_documents(store, "al", [note(6)], annotations="gold")
+    assert retrain_due(store, "al")
+    repo.register_model_version(store, "al", version="v2", artifact_path="/nowhere",
+                                metrics={"n_reviewed": 7}, parent="v1", activate=False)
+    assert not retrain_due(store, "al")
