@@ -1,0 +1,152 @@
+"""The simulation loop on tiny generated corpora: shape of the contract, rounds, determinism."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from deid_core.active import (
+    STRATEGIES,
+    CRFEstimator,
+    DocumentLearner,
+    as_object_array,
+    get_strategy,
+)
+from deid_core.cli import main
+from deid_core.cli.active import STRATEGY_NAMES
+from deid_core.corpus import write_jsonl
+from deid_core.model import TrainConfig
+from deid_core.simulate import curve_schedule, simulate, summarise
+from deid_core.synthetic import generate_notes
+
+FAST = replace(TrainConfig(), max_iterations=10)
+
+
+@pytest.fixture(scope="module")
+def corpora():  # noqa: ANN201
+    notes = generate_notes(45, seed=3)
+    return notes[:30], notes[30:]
+
+
+@pytest.mark.parametrize(
+    ("n_pool", "seed", "batch", "budget", "expected"),
+    [
+        (30, 10, 5, 20, [10, 15, 20]),
+        (30, 10, 5, 300, [10, 15, 20, 25, 30]),
+        (30, 10, 7, 20, [10, 17, 20]),
+        (8, 10, 5, 300, [8]),
+    ],
+)
+def test_curve_schedule(n_pool, seed, batch, budget, expected) -> None:  # noqa: ANN001
+    assert curve_schedule(n_pool, seed, batch, budget) == expected
+
+
+def test_summarise_averages_repeats() -> None:
+    a = [{"docs": 10, "tokens": 100, "strict_f1": 0.2, "char_recall": 0.4, "train_seconds": 0.0}]
+    b = [{"docs": 10, "tokens": 300, "strict_f1": 0.4, "char_recall": 0.6, "train_seconds": 0.0}]
+    (p,) = summarise([a, b])
+    assert p["docs"] == 10 and p["tokens"] == 200
+    assert p["strict_f1"] == pytest.approx(0.3) and p["char_recall"] == pytest.approx(0.5)
+    assert p["strict_f1_std"] == pytest.approx(0.1)
+
+
+def test_two_rounds_on_generated_notes(corpora) -> None:  # noqa: ANN001
+    pool, test = corpora
+    seen: list[float] = []
+    result = simulate(
+        pool, test, strategies=["least_confident", "random"], seed_docs=5, batch=5, budget=15,
+        repeats=1, config=FAST, seed=1, progress=lambda m, f: seen.append(f),
+    )
+    assert set(result) >= {"full_pool", "strategies"}
+    assert set(result["full_pool"]) >= {"strict_f1", "char_recall"}
+    for name in ("least_confident", "random"):
+        curve = result["strategies"][name]["curve"]
+        assert [p["docs"] for p in curve] == [5, 10, 15]
+        tokens = [p["tokens"] for p in curve]
+        assert tokens == sorted(tokens) and tokens[0] > 0
+        assert all(0.0 <= p["strict_f1"] <= 1.0 and 0.0 <= p["char_recall"] <= 1.0 for p in curve)
+    # both strategies start from the same seed model
+    lc, rnd = (result["strategies"][n]["curve"][0] for n in ("least_confident", "random"))
+    assert lc == rnd
+    # the CRF learns something from 15 notes, and the full pool does at least as well on recall
+    assert result["strategies"]["random"]["curve"][-1]["char_recall"] > 0.3
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    json.dumps(result)  # the contract is JSON
+
+
+def test_simulation_is_deterministic(corpora) -> None:  # noqa: ANN001
+    pool, test = corpora
+    kwargs = dict(strategies=["entropy"], seed_docs=5, batch=5, budget=10, repeats=1,
+                  config=FAST, seed=4, full_pool=False)
+    a = simulate(pool, test, **kwargs)
+    b = simulate(pool, test, **kwargs)
+
+    def strip(res):  # noqa: ANN001, ANN202
+        return {n: [{k: v for k, v in p.items() if "seconds" not in k} for p in d["curve"]]
+                for n, d in res["strategies"].items()}
+
+    assert strip(a) == strip(b)
+
+
+def test_parallel_workers_match_a_serial_run(corpora) -> None:  # noqa: ANN001
+    pool, test = corpora
+    kwargs = dict(strategies=["random"], seed_docs=5, batch=5, budget=10, repeats=2,
+                  config=FAST, seed=2, full_pool=False)
+    serial = simulate(pool, test, **kwargs)
+    parallel = simulate(pool, test, workers=2, **kwargs)
+
+    def strip(res):  # noqa: ANN001, ANN202
+        return [{k: v for k, v in p.items() if "seconds" not in k} for p in res["strategies"]["random"]["curve"]]
+
+    assert strip(serial) == strip(parallel)
+
+
+def test_learner_with_the_real_crf_picks_unlabelled_notes(corpora) -> None:  # noqa: ANN001
+    pool, _ = corpora
+    X = as_object_array(pool)
+    learner = DocumentLearner(
+        estimator=CRFEstimator(lang="en", config=FAST),
+        query_strategy=get_strategy("margin").function,
+        X_training=X[:6],
+        y_training=X[:6],
+    )
+    idx, chosen = learner.query(X[6:], 3)
+    assert len(set(idx.tolist())) == 3 and all(d in pool[6:] for d in chosen)
+    learner.teach(chosen, chosen)
+    assert len(learner.X_training) == 9
+
+
+def test_unknown_strategy_fails_before_training(corpora) -> None:  # noqa: ANN001
+    pool, test = corpora
+    with pytest.raises(Exception, match="unknown query strategy"):
+        simulate(pool, test, strategies=["nope"], config=FAST)
+
+
+def test_cli_help_lists_every_strategy() -> None:
+    assert STRATEGY_NAMES.split(", ") == list(STRATEGIES)
+
+
+def test_cli_simulate_json(corpora, tmp_path, capsys) -> None:  # noqa: ANN001
+    pool, test = corpora
+    write_jsonl(tmp_path / "pool.jsonl", pool)
+    write_jsonl(tmp_path / "test.jsonl", test)
+    rc = main([
+        "simulate", "--pool", str(tmp_path / "pool.jsonl"), "--test", str(tmp_path / "test.jsonl"),
+        "--strategy", "phi_mass,random", "--seed-docs", "5", "--batch", "5", "--budget", "10",
+        "--repeats", "1", "--max-iterations", "10", "--no-full-pool", "--json",
+    ])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["strategies"]) == {"phi_mass", "random"}
+    assert [p["docs"] for p in out["strategies"]["phi_mass"]["curve"]] == [5, 10]
+
+
+def test_cli_simulate_reports_bad_input(tmp_path, capsys) -> None:  # noqa: ANN001
+    bad = tmp_path / "pool.jsonl"
+    bad.write_text('{"id": "a", "text": "abc", "spans": [{"start": 2, "end": 9, "label": "X"}]}\n')
+    rc = main(["simulate", "--pool", str(bad), "--test", str(bad), "--json"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "pool.jsonl" in err and "line 1" in err
