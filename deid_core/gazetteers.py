@@ -89,7 +89,7 @@ class Gazetteer:
             for k in range(start + 1, end - 1):
                 out[k].append(f"I-{label}")
             out[end - 1].append(f"E-{label}")
-        return [list(dict.fromkeys(m)) for m in out]
+        return [m if len(m) < 2 else list(dict.fromkeys(m)) for m in out]
 
     # -- persistence -------------------------------------------------------
 

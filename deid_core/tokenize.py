@@ -99,6 +99,8 @@ def spacy_doc(text: str, lang: str = "en"):  # type: ignore[no-untyped-def]
 
 
 def _is_blank(s: str) -> bool:
+    if s and not (s[0] in _INVISIBLE or s[0].isspace()):
+        return False  # fast path: almost every token starts with a visible character
     return s.isspace() or all(c in _INVISIBLE or c.isspace() for c in s)
 
 
