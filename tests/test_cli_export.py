@@ -214,3 +214,28 @@ def test_export_refuses_an_existing_folder(db_url: str, notes: list[Document], t
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "busy"), "--db", db_url]) == 1
     assert "not an empty folder" in capsys.readouterr().err
     assert (tmp_path / "busy" / "x").read_text() == "keep"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "rc"),
+    [
+        ("per_label:\n  DATE: {kind: tag, template: '<{label}>'}\n", 0),
+        ("per_label:\n  DATE: shred\n", 1),
+        ("- not a mapping\n", 1),
+    ],
+)
+def test_deidentify_with_an_operators_file(
+    model_dir: Path, corpus: Path, tmp_path: Path, perfect_model: list[float], yaml_text: str, rc: int, capsys
+) -> None:
+    ops = tmp_path / "ops.yaml"
+    ops.write_text(yaml_text)
+    out = tmp_path / "o.jsonl"
+    assert main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
+                 "--operators", str(ops)]) == rc
+    if rc:
+        assert capsys.readouterr().err.startswith("error: ") and not out.exists()
+        return
+    for doc in read_jsonl(out):
+        for span in doc.spans:
+            text = doc.text[span.start : span.end]
+            assert (text == "<DATE>") == (span.label == "DATE")
