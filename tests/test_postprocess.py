@@ -88,6 +88,8 @@ EN_CASES = [
     ("works as a nurse", "nurse", "PROFESSION", "nurse"),
     ("Transcribed: 1/25/2024\ncc: Dr. Robinson", "1/25/2024", "DATE", "1/25/2024"),
     ("Job #: 529114494\ncc: Dr. Young", "529114494", "IDNUM", "529114494"),
+    ("discussed with Dr. Ward and", "Ward", "DOCTOR", "Ward"),
+    ("Autumn Jones", "Autumn", "PATIENT", "Autumn"),
 ]
 
 
@@ -112,6 +114,7 @@ ES_CASES = [
     ("en julio", "julio", "NOMBRE_SUJETO_ASISTENCIA", None),
     ("CP 08907 L'Hospitalet", "08907", "TERRITORIO", "08907"),
     ("trabaja de enfermera", "enfermera", "PROFESION", "enfermera"),
+    ("Domingo Pérez", "Domingo", "NOMBRE_SUJETO_ASISTENCIA", "Domingo"),
 ]
 
 
@@ -205,3 +208,17 @@ def test_builtin_filters_load_and_hipaa_age_filter_is_off(lang: str) -> None:
     filters = load_filters(lang)
     assert [f.kind for f in filters][:2] == ["trim", "punctuation_only"]
     assert [f.enabled for f in filters if f.kind == "numeric_below"] == [False]
+
+
+@pytest.mark.parametrize(("lang", "locales"), [("en", ["en_US"]), ("es", ["es_ES", "en_US"])])
+def test_case_insensitive_stoplists_hold_no_common_given_or_family_name(lang: str, locales: list[str]) -> None:
+    """Recall first: a filter must never drop a name because it is also a word (Ward, Autumn, Domingo)."""
+    import importlib
+
+    names: set[str] = set()
+    for locale in locales:
+        provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
+        names |= {n.lower() for n in (*provider.first_names, *provider.last_names)}
+    for flt in load_filters(lang):
+        if flt.kind == "stoplist" and not flt.params.get("case_sensitive", False):
+            assert not sorted(flt.prepared[0] & names), flt.name
