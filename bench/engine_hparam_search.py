@@ -28,11 +28,14 @@ DATA = ROOT.parent / "shared" / "data"
 LANG = {"meddocan": "es", "presidio-synth": "en"}
 
 GRID: list[dict] = [
-    {"c1": 0.05, "c2": 0.01, "max_iterations": 100},
-    {"c1": 0.05, "c2": 0.01, "max_iterations": 60},
+    {"c1": 0.05, "c2": 0.01, "max_iterations": 50},
+    {"c1": 0.05, "c2": 0.01, "max_iterations": 80, "sequence": "line"},
     {"c1": 0.1, "c2": 0.01, "max_iterations": 80},
+    {"c1": 0.05, "c2": 0.01, "max_iterations": 80},
+    {"c1": 0.05, "c2": 0.01, "max_iterations": 120},
     {"c1": 0.02, "c2": 0.05, "max_iterations": 80},
-    {"c1": 0.2, "c2": 0.01, "max_iterations": 80},
+    {"c1": 0.05, "c2": 0.01, "max_iterations": 80, "features": {"window": 3}},
+    {"c1": 0.1, "c2": 0.01, "max_iterations": 150, "sequence": "line", "features": {"window": 3}},
     {"c1": 0.05, "c2": 0.01, "max_iterations": 80, "features": {"gazetteer": False}},
     {"c1": 0.05, "c2": 0.01, "max_iterations": 80, "features": {"rules": False}},
 ]
@@ -47,10 +50,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", choices=sorted(LANG), default="meddocan")
     ap.add_argument("--points", type=int, default=len(GRID), help="use only the first N grid points")
+    ap.add_argument("--train-docs", type=int, help="use only the first N training documents")
+    ap.add_argument("--dev-docs", type=int, help="use only the first N dev documents")
     args = ap.parse_args()
     lang = LANG[args.corpus]
-    train = read_jsonl(DATA / args.corpus / "train.jsonl")
-    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")
+    train = read_jsonl(DATA / args.corpus / "train.jsonl")[: args.train_docs]
+    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")[: args.dev_docs]
     results = []
     for point in GRID[: args.points]:
         config = with_config(TrainConfig(), **json.loads(json.dumps(point)))
@@ -74,6 +79,7 @@ def main() -> None:
     best = max(results, key=lambda r: r["strict"]["f1"])
     print(json.dumps({
         "corpus": args.corpus,
+        "grid": GRID[: args.points],
         "train_documents": len(train),
         "dev_documents": len(dev),
         "results": results,

@@ -243,8 +243,6 @@ def test_bias_sweep_contract(trained, corpus) -> None:
     for p in result["points"]:
         for key in ("strict", "token", "char"):
             assert set(p[key]) == {"precision", "recall", "f1"}
-    recalls = [p["char"]["recall"] for p in result["points"]]
-    assert recalls == sorted(recalls, reverse=True)
     first = result["first_bias_char_recall_0_99"]
     reaching = [p["bias"] for p in result["points"] if p["char"]["recall"] >= 0.99]
     assert first == (max(reaching) if reaching else None)
