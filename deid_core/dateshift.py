@@ -149,7 +149,7 @@ def _year(raw: str) -> int:
 
 def _valid(y: int | None, m: int | None, d: int | None) -> bool:
     try:
-        date(y or 2000, m or 1, d or 1)
+        date(2000 if y is None else y, 1 if m is None else m, 1 if d is None else d)
     except ValueError:
         return False
     return True
@@ -239,24 +239,25 @@ def shift_date(text: str, days: int, lang: str = "en") -> str | None:
     g = m.groupdict()
     y, mo, d = fields.year, fields.month, fields.day
     new_weekday: int | None = None
-    if fields.pattern == "weekday":
-        _, weekdays = _names(lang)
-        new_weekday = (weekdays[g["wd"].lower()] + days) % 7
-        new = None
-    elif y is not None and mo is not None and d is not None:
-        new = date(y, mo, d) + timedelta(days=days)
-    elif mo is not None and d is not None:
-        new = date(2000, mo, d) + timedelta(days=days)
-    elif y is not None and mo is not None:
-        new = date(y, mo, 15) + timedelta(days=days)
-    elif y is not None:
-        new = date(y, 7, 2) + timedelta(days=days)
-    elif mo is not None:
-        new = date(2001, mo, 15) + timedelta(days=days)
-    else:  # pragma: no cover - every pattern sets a field
-        return None
-    if new is not None and new.year > 9999:
-        return None
+    try:
+        if fields.pattern == "weekday":
+            _, weekdays = _names(lang)
+            new_weekday = (weekdays[g["wd"].lower()] + days) % 7
+            new = None
+        elif y is not None and mo is not None and d is not None:
+            new = date(y, mo, d) + timedelta(days=days)
+        elif mo is not None and d is not None:
+            new = date(2000, mo, d) + timedelta(days=days)
+        elif y is not None and mo is not None:
+            new = date(y, mo, 15) + timedelta(days=days)
+        elif y is not None:
+            new = date(y, 7, 2) + timedelta(days=days)
+        elif mo is not None:
+            new = date(2001, mo, 15) + timedelta(days=days)
+        else:  # pragma: no cover - every pattern sets a field
+            return None
+    except (ValueError, OverflowError):
+        return None  # a year 0, or a shift past year 1 or 9999
     if new is not None:
         new_weekday = new.weekday() if (d is not None) else None
         if d is not None and y is None:

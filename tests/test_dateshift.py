@@ -41,6 +41,8 @@ EN_FORMATS = [
         ("Christmas", 10, "en", None),
         ("13/25/2067", 10, "en", None),
         ("Feb 30, 2067", 10, "en", None),
+        ("1/0000", 0, "en", None),  # year 0 does not exist (found by fuzzing)
+        ("01/01/0001", -5, "en", None),  # shifted before year 1
     ],
 )
 def test_shift_date_table(text: str, days: int, lang: str, expected: str | None) -> None:
