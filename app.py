@@ -39,11 +39,13 @@ else:
         st.caption(f"Signed in as **{user.username}** ({user.role})")
         projects = [p.name for p in list_projects(engine())]
         if projects:
-            if st.session_state.get("project") not in projects:
-                st.session_state["project"] = projects[0]
-            st.selectbox("Project", projects, key="project")
-        if st.button("Sign out", icon=":material/logout:", key="sign_out"):
-            sign_out(st.session_state, "Signed out.")
-            st.rerun()
+            current = st.session_state.get("project")
+            index = projects.index(current) if current in projects else 0
+            # The widget has its own key: "project" must stay writable (sign-out resets it).
+            st.session_state["project"] = st.selectbox(
+                "Project", projects, index=index, key="project_select"
+            )
+        st.button("Sign out", icon=":material/logout:", key="sign_out",
+                  on_click=sign_out, args=(st.session_state, "Signed out."))
 
 nav.run()

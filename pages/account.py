@@ -15,9 +15,8 @@ st.write(f"Signed in as **{ctx.user.username}** with the role **{ctx.user.role}*
 unsaved = sum(1 for d in st.session_state["drafts"].values() if d.dirty)
 if unsaved:
     st.warning(f"{unsaved} note(s) hold unsaved edits; signing out discards them.")
-if st.button("Sign out", key="account_sign_out"):
-    sign_out(st.session_state, "Signed out.")
-    st.rerun()
+st.button("Sign out", key="account_sign_out", on_click=sign_out,
+          args=(st.session_state, "Signed out."))
 
 with st.form("change_password", clear_on_submit=True):
     old = st.text_input("Current password", type="password", key="old_password")

@@ -29,6 +29,7 @@ with st.expander("Create a project", expanded=ctx.project is None):
                 st.error(str(exc))
             else:
                 st.session_state["project"] = name.strip()
+                st.session_state.pop("project_select", None)  # let the sidebar follow
                 st.rerun()
 
 project = ctx.need_project()

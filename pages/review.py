@@ -74,19 +74,28 @@ opened = state["opened"].setdefault(
 
 
 def view_for(document: Document, prediction: repo.PredictionLayer | None) -> ModelView:
-    """The active model at the project's bias, else the stored prediction layer."""
+    """What the reviewer starts from.
+
+    A prediction stored by the active model is re-decoded live at the
+    project's bias (so a bias change shows at once, with near misses); a
+    prediction from elsewhere (an import, an older model) is shown as stored,
+    with the active model's near misses as hints.
+    """
+    live: ModelView | None = None
     mv = repo.active_model_version(ctx.engine, project.name)
     if mv is not None and Path(mv.artifact_path).is_dir():
         try:
             model = model_at(mv.artifact_path)
             bare = Document(document.id, document.text)
-            return model_view(model, encoded_for(state["encoded"], model, bare), bias)
+            live = model_view(model, encoded_for(state["encoded"], model, bare), bias)
         except DeidError as exc:
             st.warning(f"The active model could not be used: {exc}")
-    if prediction is None:
-        return ModelView((), (), None, None, None, bias)
-    return ModelView(prediction.spans, (), prediction.logprob, prediction.logprob_norm,
-                     prediction.model_version, prediction.bias)
+    if prediction is not None and (live is None or prediction.model_version != live.model_version):
+        return ModelView(prediction.spans, live.near_misses if live else (), prediction.logprob,
+                         prediction.logprob_norm, prediction.model_version, prediction.bias)
+    if live is not None:
+        return live
+    return ModelView((), (), None, None, None, bias)
 
 
 view = view_for(doc, layers.prediction)
