@@ -220,7 +220,9 @@ class _Index:
         self.by_first: dict[str, list[tuple[str, LeakCandidate]]] = {}
         self.by_digits: dict[int, dict[str, list[LeakCandidate]]] = {}
         for cand in candidates:
-            norm = normalise(cand.value)
+            # The same folding as the searched text (lower case per character, so
+            # offsets survive), not casefold ("ß" would become "ss").
+            norm = _normalised_with_offsets(cand.value.strip())[0]
             first = _WORD.match(norm)
             if first is None:
                 continue

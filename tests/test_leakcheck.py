@@ -89,6 +89,7 @@ def _one(text: str, value: str, label: str = "PATIENT", regions: tuple[Region, .
         ("Cl 102 mmol", "102", "AGE", []),  # bare-number ages look like lab values
         ("Murphy's sign negative", "Murphy", "DOCTOR", []),  # eponym
         ("Bob's visit", "Bob", "PATIENT", [(0, 3, "exact")]),
+        ("at Weißstraße 12", "weißstraße", "STREET", [(3, 13, "case-insensitive")]),  # found by fuzzing
         ("a rolling walker", "Walker", "DOCTOR", [(10, 16, "common-noun")]),
         ("a rolling WALKER", "Walker", "DOCTOR", [(10, 16, "case-insensitive")]),
         ("pt jo walker", "Jo Walker", "PATIENT", [(3, 12, "case-insensitive")]),
