@@ -28,6 +28,11 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def child(backend: str, corpus: str, n: int) -> dict:
     from contextlib import nullcontext
 
@@ -44,9 +49,11 @@ def child(backend: str, corpus: str, n: int) -> dict:
             engine = open_store(url)
             repo.create_project(engine, "bench")
             base = _rss_mb()
+            cpu0 = _cpu_s()
             t0 = time.perf_counter()
             result = import_paths(engine, "bench", [corpus], fmt="jsonl", annotations="gold")
             seconds = time.perf_counter() - t0
+            cpu = _cpu_s() - cpu0
             peak = _rss_mb()
             t1 = time.perf_counter()
             again = import_paths(engine, "bench", [corpus], fmt="jsonl", annotations="gold")
@@ -55,7 +62,8 @@ def child(backend: str, corpus: str, n: int) -> dict:
     assert result.n_imported == n and again.n_duplicates == n
     return {
         "notes": result.n_imported, "spans": result.n_spans, "seconds": round(seconds, 3),
-        "notes_per_s": round(n / seconds, 1), "peak_rss_mb": round(peak, 1),
+        "notes_per_s": round(n / seconds, 1), "client_cpu_seconds": round(cpu, 3),
+        "notes_per_client_cpu_s": round(n / cpu, 1), "peak_rss_mb": round(peak, 1),
         "rss_growth_mb": round(peak - base, 1),
         "reimport_all_duplicates_seconds": round(dup_seconds, 3),
     }
