@@ -25,7 +25,7 @@ st.caption(f"{counts['reviewed']} reviewed and {counts['new'] + counts['in_revie
            f" in {project.name}.")
 
 MODES = {"surrogate": "Realistic surrogates (names, dates shifted per patient, ...)",
-         "tag": "Tags such as [**PATIENT**]", "redact": "[REDACTED]"}
+         "tag": "Tags such as \\[\\*\\*PATIENT\\*\\*\\]", "redact": "[REDACTED]"}
 mode = st.radio("Replace PHI with", list(MODES), format_func=MODES.get, key="exp_mode")
 scheme = load_scheme(project.scheme)
 with st.expander("Per-label operators"):
