@@ -2,7 +2,7 @@
 
 Prints one JSON object. Corpora: MEDDOCAN train+dev with the Spanish rules,
 presidio-synth dev with the English rules (labels mapped, see PRESIDIO_LABELS),
-and generated English notes (deid_core.synthetic, i2b2 labels).
+and generated notes (deid_core.synthetic: English in i2b2 labels, Spanish in MEDDOCAN labels).
 
 A rule match is a strict hit when a gold span has the same offsets and the
 rule's (mapped) label; ``overlap_precision`` counts a match as right when it
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--synthetic", type=int, default=300, help="synthetic English notes")
+    parser.add_argument("--synthetic", type=int, default=300, help="synthetic notes per language")
     parser.add_argument("--seed", type=int, default=11, help="seed of the synthetic notes")
     args = parser.parse_args(argv)
 
@@ -206,15 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     presidio = read_jsonl(args.data / "presidio-synth" / "dev.jsonl")
     synthetic = generate_notes(args.synthetic, seed=args.seed)
+    synthetic_es = generate_notes(args.synthetic, seed=args.seed, lang="es")
     result = {
         "meddocan_train_dev": score_rules(meddocan, es_rules, lambda label: label),
         "presidio_synth_dev": score_rules(presidio, en_rules, PRESIDIO_LABELS.get),
         "synthetic_en": score_rules(synthetic, en_rules, lambda label: label),
+        "synthetic_es": score_rules(synthetic_es, es_rules, lambda label: label),
         "presidio_label_map": PRESIDIO_LABELS,
         "filters_on_gold": {
             "meddocan_train_dev": filters_on_gold(meddocan, "es"),
             "presidio_synth_dev": filters_on_gold(presidio, "en"),
             "synthetic_en": filters_on_gold(synthetic, "en"),
+            "synthetic_es": filters_on_gold(synthetic_es, "es"),
         },
         "speed_meddocan_es": time_rules(meddocan, es_rules, args.repeat),
         "speed_meddocan_en_rules": time_rules(meddocan, en_rules, args.repeat),

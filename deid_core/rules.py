@@ -459,3 +459,58 @@ def load_rules(lang: str, path: str | Path | None = None) -> RuleSet:
             f"no built-in rules for language {lang!r} (have: {', '.join(BUILTIN_RULE_LANGUAGES)})"
         )
     return _builtin(lang)
+
+
+def rule_report(
+    docs: Iterable[Any],
+    rules: RuleSet,
+    *,
+    label_map: Mapping[str, str] | None = None,
+    progress: Any = None,
+) -> dict[str, dict[str, Any]]:
+    """Per rule: matches, strict precision and recall against the gold spans of its label.
+
+    ``docs`` are gold ``Document``s. ``label_map`` maps rule labels to gold
+    labels (unmapped labels keep their name). ``overlap_precision`` counts a
+    match as right when it overlaps any gold span whatever its label: did the
+    rule at least cover PHI? Use it to decide which rules deserve to override
+    the CRF. ``progress(message, fraction)`` is called per document when the
+    number of documents is known. Counts only; no text leaves this function.
+    """
+    docs = list(docs)
+    mapping = dict(label_map or {})
+    gold_count: dict[str, int] = {}
+    stats = {r.name: {"matches": 0, "exact": 0, "overlap": 0} for r in rules.rules}
+    for index, doc in enumerate(docs):
+        gold_keys = {(s.start, s.end, s.label) for s in doc.spans}
+        for span in doc.spans:
+            gold_count[span.label] = gold_count.get(span.label, 0) + 1
+        starts = sorted((s.start, s.end) for s in doc.spans)
+        for rule in rules.rules:
+            gold_label = mapping.get(rule.label, rule.label)
+            entry = stats[rule.name]
+            for span in rule.find(doc.text):
+                entry["matches"] += 1
+                if (span.start, span.end, gold_label) in gold_keys:
+                    entry["exact"] += 1
+                if any(a < span.end and span.start < b for a, b in starts):
+                    entry["overlap"] += 1
+        if progress is not None:
+            progress("scoring rules", (index + 1) / len(docs))
+
+    def ratio(num: int, den: int) -> float | None:
+        return round(num / den, 4) if den else None
+
+    report: dict[str, dict[str, Any]] = {}
+    for rule in rules.rules:
+        entry = stats[rule.name]
+        gold_label = mapping.get(rule.label, rule.label)
+        report[rule.name] = {
+            "label": rule.label,
+            "gold_label": gold_label,
+            "matches": entry["matches"],
+            "precision": ratio(entry["exact"], entry["matches"]),
+            "recall": ratio(entry["exact"], gold_count.get(gold_label, 0)),
+            "overlap_precision": ratio(entry["overlap"], entry["matches"]),
+        }
+    return report

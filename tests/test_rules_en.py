@@ -419,3 +419,55 @@ def test_rule_window_overrides_rule_set_window() -> None:
     # "far" needs 14 characters of cue but its window gives it 2: the window is the rule's contract.
     assert rules.find("Record number 7") == []
     assert [s.source for s in rules.find("Record number 7", use_anchors=False)] == ["rule:far"]
+
+
+def test_cli_rules_check_apply_score(tmp_path, capsys) -> None:
+    """``deid-workbench rules``: the three actions on a small generated corpus."""
+    import json
+
+    from deid_core.cli import main
+    from deid_core.corpus import read_jsonl, write_jsonl
+    from deid_core.synthetic import generate_notes
+
+    corpus = tmp_path / "gold.jsonl"
+    write_jsonl(corpus, generate_notes(6, seed=1))
+
+    assert main(["rules", "check", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rules"]["count"] == len(load_rules("en"))
+    assert "ages_under_90" in summary["filters"]["disabled"]
+
+    out = tmp_path / "marked.jsonl"
+    assert main(["rules", "apply", "--input", str(corpus), "--output", str(out), "--no-progress"]) == 0
+    marked = read_jsonl(out)
+    assert [d.id for d in marked] == [d.id for d in read_jsonl(corpus)]
+    assert all(s.source.startswith("rule:") for d in marked for s in d.spans)
+    assert any(d.spans for d in marked)
+
+    assert main(["rules", "score", "--gold", str(corpus), "--json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["documents"] == 6
+    assert report["rules"]["email"]["gold_label"] == "EMAIL"
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules: [{name: a, label: X, pattern: '(x'}]", encoding="utf-8")
+    assert main(["rules", "check", "--rules", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.yaml" in err and "rule 'a'" in err
+
+
+def test_rule_report_counts(rules: RuleSet) -> None:
+    from deid_core.rules import rule_report
+    from deid_core.spans import Document
+
+    text = "Fax: 648-875-5821 and SSN 123-45-6789"
+    gold = [Document("d1", text, (Span(5, 17, "FAX"),))]
+    report = rule_report(gold, rules)
+    assert report["fax"] == {
+        "label": "FAX", "gold_label": "FAX", "matches": 1,
+        "precision": 1.0, "recall": 1.0, "overlap_precision": 1.0,
+    }
+    assert report["ssn"]["matches"] == 1 and report["ssn"]["precision"] == 0.0
+    assert report["ssn"]["recall"] is None and report["ssn"]["overlap_precision"] == 0.0
+    mapped = rule_report(gold, rules, label_map={"FAX": "PHONE_NUMBER"})
+    assert mapped["fax"]["precision"] == 0.0

@@ -33,12 +33,18 @@ IDENTIFIERS = [
     ("NHC:  9876257868/85.", [("9876257868/85", SUJETO)]),
     ("CIPA: nhc-1178965.", [("1178965", SUJETO)]),
     ("Historia clínica nº 456789", [("456789", SUJETO)]),
+    ("Nº Historia: 380821|F. nacimiento", [("380821", SUJETO)]),
+    ("CIP: nhc-794613864.", [("794613864", SUJETO)]),
+    ("CIP: 91 88337255|Edad", [("91 88337255", ASEG)]),
+    ("Nº SS: 44 32757815|Edad", [("44 32757815", ASEG)]),
     ("NASS: 78 94466577 98.", [("78 94466577 98", ASEG)]),
     ("NASS:28/12345678/90", [("28/12345678/90", ASEG)]),
     ("afiliación 28 12345678 90 vigente", [("28 12345678 90", ASEG)]),
     ("Episodio: 7348563.", [("7348563", "ID_CONTACTO_ASISTENCIAL")]),
     ("Dr. Pérez NºCol: 28 28 56984.", [("28 28 56984", "ID_TITULACION_PERSONAL_SANITARIO")]),
     ("Nº Colegiado: 282856984", [("282856984", "ID_TITULACION_PERSONAL_SANITARIO")]),
+    ("Urología|Colegiado nº 35 35 58187|", [("35 35 58187", "ID_TITULACION_PERSONAL_SANITARIO")]),
+    ("historia de 3 años", []),
     # validator negatives: wrong DNI/NIE check letter
     ("DNI 12345678A.", []),
     ("NIE X1234567A", []),
@@ -65,6 +71,8 @@ CONTACT = [
     ("Fax 93 2607982 E-mail", [("93 2607982", "NUMERO_FAX")]),
     ("Fax: 985-27-36-14.", [("985-27-36-14", "NUMERO_FAX")]),
     ("Fax: + 34 93 567 22 28.", [("34 93 567 22 28", "NUMERO_FAX")]),
+    ("Tfno: 920269384. Fax: 933155491 ext 6690. E-mail", [("920269384", "NUMERO_TELEFONO"), ("933155491 ext 6690", "NUMERO_FAX")]),
+    ("Tfno. contacto: 908249498 ext 3868 (hermana)", [("908249498 ext 3868", "NUMERO_TELEFONO")]),
     ("Tel.: + 34 93 693 29 05.", [("34 93 693 29 05", "NUMERO_TELEFONO")]),
     ("E-mail: raquel.ruiz.ruiz@navarra.es", [("raquel.ruiz.ruiz@navarra.es", "CORREO_ELECTRONICO")]),
     # negatives: nine digits that do not start like a Spanish phone; a dose
@@ -120,6 +128,8 @@ DATES = [
     ("por Obwegeser et al. (1964), en", [("1964", "FECHAS")]),
     ("(Jégaden et al. 1993, Lindstrom", [("1993", "FECHAS")]),
     ("RT de Marzo a Mayo del 2001", [("Mayo del 2001", "FECHAS")]),
+    ("se decide el alta en julio.", [("julio", "FECHAS")]),
+    ("En el mes de Marzo de ese año", [("Marzo", "FECHAS")]),
     # validator negatives: 31 February, month 13; doses and counts
     ("el 31/02/2019", []),
     ("el 12/13/2019", []),
@@ -151,6 +161,7 @@ AGES = [
     ("operado a los 6 años.", [("6 años", EDAD)]),
     ("paciente varón de 52 años", [("52 años", EDAD)]),
     ("Lactante varón de un mes y 29 días", [("un mes y 29 días", EDAD)]),
+    ("Fecha de nacimiento: 17/07/1979 (41 años)|Ingreso", [("41 años", EDAD)]),
     # MEDDOCAN labels every age, so 45 is found; durations are not ages
     ("dolor de 3 años de evolución", []),
     ("hace 3 años", []),
@@ -158,6 +169,7 @@ AGES = [
     ("A los 3 meses presentó", []),
     ("recidiva a los 2 años de la cirugía", []),
     ("su hija de 50 años", []),
+    ("hijo mediano (21 años) sano", []),
 ]
 
 
