@@ -23,14 +23,68 @@ import hashlib
 import hmac
 import json
 import os
+import re
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from deid_core.corpus import atomic_write_text
-from deid_core.errors import MappingConflict, PermissionDenied
+from deid_core.errors import DeidError, MappingConflict, PermissionDenied
 
 CORPUS_SCOPE = "corpus"
+MIN_SECRET_BYTES = 16
+ENV_SECRETS_DIR = "DEID_SECRETS_DIR"
+
+
+def read_secret(path: str | os.PathLike[str]) -> bytes:
+    """A secret file holds hex (as ``load_or_create_secret`` writes it) or any text of
+    at least 16 bytes."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes().strip()
+    except OSError as exc:
+        raise DeidError(f"{p}: cannot read the secret file ({exc.strerror})") from None
+    try:
+        secret = bytes.fromhex(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        secret = raw
+    if len(secret) < MIN_SECRET_BYTES:
+        raise DeidError(f"{p}: the secret must hold at least {MIN_SECRET_BYTES} bytes")
+    return secret
+
+
+def load_or_create_secret(path: str | os.PathLike[str]) -> tuple[bytes, bool]:
+    """``(secret, created)``: read the file, or create it (32 random bytes, hex, mode 0600).
+
+    Re-runs must reuse the secret to give the same surrogates and date offsets;
+    whoever holds it can recompute offsets and test guessed originals, so it is
+    kept apart from exported files. ``O_EXCL`` makes two concurrent first runs
+    agree on one secret instead of overwriting each other.
+    """
+    p = Path(path)
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return read_secret(p), False
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
+        return read_secret(p), True
+    return read_secret(p), False
+
+
+def default_secret_path(project: str) -> Path:
+    """Where a project's secret lives unless told otherwise: ``$DEID_SECRETS_DIR`` or the
+    per-user data directory, never the checkout or an export folder."""
+    import platformdirs
+
+    base = os.environ.get(ENV_SECRETS_DIR)
+    root = Path(base) if base else platformdirs.user_data_path("deid-workbench") / "secrets"
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", project).lstrip(".") or "project"
+    return root / f"{stem}-{hashlib.sha256(project.encode('utf-8')).hexdigest()[:8]}.secret"
 
 
 def normalise(value: str) -> str:

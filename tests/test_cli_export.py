@@ -157,11 +157,12 @@ def _store(db_url: str, notes: list[Document], tmp_path: Path) -> None:
                  "--quiet", "--db", db_url, str(preds)]) == 0
 
 
-def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Path, capsys) -> None:
+def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Path, capsys, monkeypatch) -> None:
     from deid_core.store import open_store
     from deid_core.store.audit import list_events
     from deid_core.store.users import create_user
 
+    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path / "secrets"))
     _store(db_url, notes, tmp_path)
     out = tmp_path / "release"
     rc = main(["export", "--project", "p1", "--output", str(out), "--format", "jsonl,brat",
@@ -200,14 +201,22 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     entries = [json.loads(line) for line in m.read_text().splitlines()]
     assert entries and {"key", "scope", "kind", "label", "surrogate"} == set(entries[0])
     assert [e.actor for e in list_events(engine, action="export_mapping")] == ["root"]
-    # Same secret file (created beside the first export) -> same surrogates.
+    # One secret per project, created at the first export: every export agrees.
+    (secret_file,) = (tmp_path / "secrets").iterdir()
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     r3 = read_jsonl(tmp_path / "r3" / "corpus.jsonl")
+    assert read_jsonl(tmp_path / "release" / "corpus.jsonl") == r3
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "r4"), "--db", db_url,
-                 "--secret-file", str(tmp_path / "r3.secret")]) == 0
+                 "--secret-file", str(secret_file)]) == 0
     assert read_jsonl(tmp_path / "r4" / "corpus.jsonl") == r3
+    (tmp_path / "other.secret").write_text("ab" * 32)
+    assert main(["export", "--project", "p1", "--output", str(tmp_path / "r5"), "--db", db_url,
+                 "--secret-file", str(tmp_path / "other.secret")]) == 0
+    assert read_jsonl(tmp_path / "r5" / "corpus.jsonl") != r3
 
 
-def test_export_refuses_an_existing_folder(db_url: str, notes: list[Document], tmp_path: Path, capsys) -> None:
+def test_export_refuses_an_existing_folder(db_url: str, notes: list[Document], tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path / "secrets"))
     _store(db_url, notes, tmp_path)
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("keep")

@@ -12,7 +12,9 @@ from deid_core.schemes import load_scheme
 from deid_core.surrogate_map import (
     InMemorySurrogateMapping,
     MappingEntry,
+    default_secret_path,
     export_mapping,
+    load_or_create_secret,
     mapping_key,
     normalise,
     scope_id,
@@ -274,3 +276,14 @@ def test_mapping_records_without_originals_and_detects_collisions(tmp_path) -> N
     dumped = (tmp_path / "m.jsonl").read_text()
     assert "John" not in dumped and "p1" not in dumped
     assert {json.loads(line)["kind"] for line in dumped.splitlines()} == {"name"}
+
+
+def test_secrets_are_created_once_private_and_per_project(tmp_path, monkeypatch) -> None:
+    import stat
+
+    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path))
+    path = default_secret_path("ward/7 notes")
+    assert path.parent == tmp_path and "/" not in path.name and path != default_secret_path("ward_7 notes")
+    secret, created = load_or_create_secret(path)
+    assert created and len(secret) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_or_create_secret(path) == (secret, False)

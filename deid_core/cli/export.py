@@ -9,8 +9,9 @@ so re-running with the same secret gives the same surrogates and offsets
 (needed to add notes to a released corpus consistently), and without it
 nobody can link a surrogate to its original. If ``--secret-file`` is not
 given, a random secret is created beside the output (``<output>.secret``,
-mode 0600) and reused by later runs with the same output path. Keep it apart
-from the released files.
+mode 0600) and reused by later runs with the same output path; ``export``
+uses one secret per project (``surrogate_map.default_secret_path``) so every
+export of a project agrees. Keep secrets apart from the released files.
 """
 
 from __future__ import annotations
@@ -18,33 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from deid_core.errors import DeidError, LeakDetected, UnsupportedFormat
+from deid_core.errors import LeakDetected, UnsupportedFormat
+from deid_core.surrogate_map import load_or_create_secret, read_secret
 
-MIN_SECRET_BYTES = 16
+__all__ = ["read_secret", "register", "run_deidentify", "run_export", "secret_for"]
+
 EXIT_LEAK = 3
-
-
-def read_secret(path: str | os.PathLike[str]) -> bytes:
-    """A secret file holds hex (as this tool writes it) or any text of at least 16 bytes."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes().strip()
-    except OSError as exc:
-        raise DeidError(f"{p}: cannot read the secret file ({exc.strerror})") from None
-    try:
-        secret = bytes.fromhex(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        secret = raw
-    if len(secret) < MIN_SECRET_BYTES:
-        raise DeidError(f"{p}: the secret must hold at least {MIN_SECRET_BYTES} bytes")
-    return secret
 
 
 def secret_for(output: str | os.PathLike[str], secret_file: str | None) -> tuple[bytes, Path, bool]:
@@ -52,13 +38,8 @@ def secret_for(output: str | os.PathLike[str], secret_file: str | None) -> tuple
     if secret_file:
         return read_secret(secret_file), Path(secret_file), False
     path = Path(f"{os.fspath(output).rstrip('/')}.secret")
-    if path.exists():
-        return read_secret(path), path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(secrets.token_hex(32) + "\n")
-    return read_secret(path), path, True
+    secret, created = load_or_create_secret(path)
+    return secret, path, created
 
 
 def _operator_settings(args: argparse.Namespace, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -158,7 +139,7 @@ def run_export(args: argparse.Namespace) -> int:
     from deid_core.store import open_store
     from deid_core.store.repository import get_project
     from deid_core.store.users import get_user
-    from deid_core.surrogate_map import InMemorySurrogateMapping
+    from deid_core.surrogate_map import InMemorySurrogateMapping, default_secret_path
 
     engine = open_store(args.db)
     actor = _actor(args)
@@ -177,9 +158,12 @@ def run_export(args: argparse.Namespace) -> int:
     formats = tuple(f for group in (args.format or ["jsonl"]) for f in group.split(",") if f)
     config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
                           leak_scope=args.leak_scope, allow_leaks=args.allow_leaks)
-    secret, secret_path, created = secret_for(args.output, args.secret_file)
+    # One secret per project (not per export), so every export of the project agrees.
+    secret_path = Path(args.secret_file) if args.secret_file else default_secret_path(args.project)
+    secret, created = load_or_create_secret(secret_path)
     if created:
-        print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
+        print(f"created project secret {secret_path} (mode 0600): keep it, and keep it private",
+              file=sys.stderr)
     mapping = InMemorySurrogateMapping()
     progress, close = tqdm_progress("export")
     try:
@@ -241,7 +225,9 @@ def register(subparsers: Any) -> None:
     e.add_argument("--include-unreviewed", action="store_true",
                    help="also export unreviewed documents with model predictions (needs --yes)")
     e.add_argument("--yes", action="store_true", help="confirm --include-unreviewed")
-    e.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
+    e.add_argument("--secret-file",
+                   help="project secret (default: the project's file under $DEID_SECRETS_DIR or the"
+                        " per-user data directory, created if missing)")
     e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
     e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
     e.add_argument("--mapping-out", metavar="JSONL",
