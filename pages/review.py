@@ -25,6 +25,7 @@ from deid_core.ui.editing import (
     plan_apply_all,
     undo,
 )
+from deid_core.ui.learning import maybe_retrain
 from deid_core.ui.queue import patient_document_ids
 from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html
 from deid_core.ui.resources import guard, model_at
@@ -122,6 +123,8 @@ def save(and_next: bool) -> None:
         state["conflict"] = None
         summary = ", ".join(f"{n} {k}" for k, n in sorted(result.decisions.items())) or "no spans"
         flash(state, "success", f"Saved note {doc.id} (version {result.version}): {summary}.")
+        if maybe_retrain(ctx.engine, project.name, user):
+            flash(state, "info", "Enough new reviews: the model is retraining in the background.")
         if and_next:
             claim_next()
     else:
