@@ -292,3 +292,14 @@ def test_emission_row_cache_reset_keeps_scores(trained, corpus) -> None:
     small._scorer.max_rows = 40  # forces the word-row table to reset within every note
     for doc in corpus[1][:3]:
         np.testing.assert_allclose(small.encode(doc).emissions, model.encode(doc).emissions, atol=1e-12)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "\ufeff"])
+def test_empty_notes(trained, text: str) -> None:
+    model, _, _ = trained
+    doc = Document("empty", text)
+    pred = model.predict(doc, bias=-2.0)
+    assert pred.spans == () and pred.n_tokens == 0 and pred.logprob == 0.0
+    assert pred.near_misses() == []
+    assert [p.spans for p in model.decode_many(model.encode(doc), [-1.0, 1.0])] == [(), ()]
+    assert pred.to_document(doc).meta["logprob"] == 0.0
