@@ -82,6 +82,7 @@ class BatchSummary:
     documents_this_run: int = 0
     docs_per_second: float = 0.0
     model_loads: dict[str, int] = field(default_factory=dict)  # worker pid -> loads
+    worker_peak_rss_mb: dict[str, float] = field(default_factory=dict)  # worker pid -> MiB
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -229,6 +230,17 @@ def _reason(exc: Exception) -> str:
     return str(exc).split(": ", 1)[-1] if isinstance(exc, CorpusFormatError) else type(exc).__name__
 
 
+def _patient_column(key: str | None, columns: list[str]) -> str | None:
+    """For tables, ``meta.X`` (the JSONL-style default) means column X if there is one;
+    any other key names a column that must exist."""
+    if not key:
+        return None
+    if key.startswith("meta."):
+        name = key[len("meta."):]
+        return name if name in columns else None
+    return key
+
+
 def _read_table(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[Document, str | None] | Reject]:
     import pandas as pd
     import pyarrow.parquet as pq
@@ -245,14 +257,15 @@ def _read_table(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[
         yield Reject(spec.part_id, spec.path, "file", f"cannot read file ({type(exc).__name__})")
         return
     missing = [c for c in (settings.id_column, settings.text_column) if c not in frame.columns]
-    if settings.patient_key and settings.patient_key not in frame.columns:
-        missing.append(settings.patient_key)
+    patient_column = _patient_column(settings.patient_key, list(frame.columns))
+    if patient_column is not None and patient_column not in frame.columns:
+        missing.append(patient_column)
     if missing:
         yield Reject(spec.part_id, spec.path, "file", f"missing column(s): {', '.join(missing)}")
         return
     ids = frame[settings.id_column].tolist()
     texts = frame[settings.text_column].tolist()
-    patients = frame[settings.patient_key].tolist() if settings.patient_key else [None] * len(ids)
+    patients = frame[patient_column].tolist() if patient_column else [None] * len(ids)
     for i, (doc_id, text, patient) in enumerate(zip(ids, texts, patients)):
         record = str(doc_id) if doc_id not in (None, "") else f"row {row_base + i}"
         if doc_id in (None, "") or not isinstance(text, str):
@@ -354,11 +367,18 @@ def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str,
         "seconds": round(time.perf_counter() - started, 4),
         "pid": os.getpid(),
         "model_loads": _LOADS[_load_key(_processor_key(settings))],
+        "worker_peak_rss_mb": _peak_rss_mb(),
         "skipped": False,
     }
     # Written last: its presence is what marks the partition done.
     atomic_write_text(paths["stats"], lambda fh: fh.write(json.dumps(stats, sort_keys=True)))
     return stats
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # Linux: KiB
 
 
 def _write_records(path: Path, records: list[dict[str, Any]], fmt: str) -> None:
@@ -458,6 +478,7 @@ def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary
     summary = BatchSummary(partitions=len(results), seconds=round(seconds, 3))
     labels: Counter[str] = Counter()
     loads: dict[str, int] = {}
+    peaks: dict[str, float] = {}
     for r in results:
         summary.documents += r["documents"]
         summary.rejected += r["rejected"]
@@ -466,8 +487,11 @@ def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary
             summary.partitions_skipped += 1
         else:
             summary.documents_this_run += r["documents"]
-            loads[str(r["pid"])] = max(loads.get(str(r["pid"]), 0), r["model_loads"])
+            pid = str(r["pid"])
+            loads[pid] = max(loads.get(pid, 0), r["model_loads"])
+            peaks[pid] = max(peaks.get(pid, 0.0), r.get("worker_peak_rss_mb", 0.0))
     summary.spans_per_label = dict(sorted(labels.items()))
     summary.model_loads = loads
+    summary.worker_peak_rss_mb = peaks
     summary.docs_per_second = round(summary.documents_this_run / seconds, 2) if seconds > 0 else 0.0
     return summary

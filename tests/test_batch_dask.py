@@ -193,3 +193,24 @@ def test_csv_and_parquet_inputs(model_dir, tmp_path, scheduler):
                             secret_hex=cfg_csv.secret_hex, id_column="nope", text_column="body")
     s3 = run_batch([str(tmp_path / "notes.csv")], cfg_bad, scheduler=scheduler)
     assert s3.documents == 0 and s3.rejected == 1
+
+
+def test_deidentify_command_with_dask_engine(model_dir, corpus, tmp_path, scheduler, capsys):
+    from deid_core.cli import main
+
+    path, docs = corpus
+    out = tmp_path / "dask-out"
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET.hex(), encoding="ascii")
+    argv = ["deidentify", "--engine", "dask", "--scheduler", scheduler, "--model", model_dir,
+            "--input", str(path), "--output", str(out), "--mode", "surrogate",
+            "--secret-file", str(secret), "--partition-size", "9"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    expected, leaking = single_process(model_dir, docs)
+    assert summary["documents"] == len(expected) and summary["rejected"] == len(leaking)
+    assert [json.dumps(r, ensure_ascii=False) for r in read_output(out)] == expected
+    # Rerun: every partition is already done.
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["partitions_skipped"] == again["partitions"] == 4

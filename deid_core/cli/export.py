@@ -71,8 +71,55 @@ def _print_leaks(report: Any, limit: int = 20) -> None:
 # ----------------------------------------------------------------- deidentify
 
 
+def run_deidentify_dask(args: argparse.Namespace) -> int:
+    """``--engine dask``: the same per-note path, run per partition on a Dask cluster."""
+    from tqdm import tqdm
+
+    from deid_core.batch import BatchSettings, run_batch
+
+    secret, secret_path, created = secret_for(args.output, args.secret_file)
+    if created:
+        print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
+    ops = _operator_settings(args)
+    settings = BatchSettings(
+        model_dir=args.model, output_dir=args.output, mode=args.mode or "surrogate",
+        secret_hex=secret.hex(), bias=args.bias, patient_key=args.patient_key,
+        id_column=args.id_column, text_column=args.text_column, output_format=args.format,
+        operator_settings=json.dumps(ops, sort_keys=True) if ops else None,
+    )
+    bar = tqdm(total=None, desc="partitions", unit="part", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        summary = run_batch(
+            args.input, settings, scheduler=args.scheduler, workers=args.workers,
+            partition_size=args.partition_size, progress=progress,
+        )
+    finally:
+        bar.close()
+    print(json.dumps(summary.to_json(), indent=1))
+    print(
+        f"{summary.documents} document(s) de-identified, {summary.rejected} rejected"
+        f" (see {os.path.join(args.output, 'rejects')}), {summary.partitions_skipped} of"
+        f" {summary.partitions} partition(s) already done, {summary.docs_per_second} docs/s",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def run_deidentify(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    if args.engine == "dask":
+        return run_deidentify_dask(args)
+    if len(args.input) != 1:
+        print("error: the local engine takes one --input file; use --engine dask for globs", file=sys.stderr)
+        return 2
+    args.input = args.input[0]
 
     from deid_core.corpus import atomic_write_text, iter_jsonl
     from deid_core.deidentify import Deidentifier
@@ -196,14 +243,29 @@ def register(subparsers: Any) -> None:
                     " text). The output is leak-checked; a leak stops the write (exit 3).",
     )
     d.add_argument("--model", required=True, help="model directory")
-    d.add_argument("--input", required=True, help="JSONL corpus (shared format)")
-    d.add_argument("--output", required=True, help="de-identified JSONL to write")
+    d.add_argument("--input", required=True, nargs="+",
+                   help="JSONL corpus (shared format); with --engine dask also Parquet/CSV paths or globs")
+    d.add_argument("--output", required=True,
+                   help="de-identified JSONL to write (with --engine dask: an output folder)")
+    d.add_argument("--engine", choices=("local", "dask"), default="local",
+                   help="local: one process; dask: partitions on a Dask cluster (see docs/batch.md)")
+    d.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="with --engine dask: an existing cluster's scheduler (default: a local cluster)")
+    d.add_argument("--workers", type=int, default=2,
+                   help="with --engine dask and no --scheduler: local worker processes (default 2)")
+    d.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
+                   help="with --engine dask: output partition format")
+    d.add_argument("--partition-size", type=int, default=2000,
+                   help="with --engine dask: notes per partition (JSONL lines / Parquet rows)")
+    d.add_argument("--id-column", default="id", help="Parquet/CSV input: the id column")
+    d.add_argument("--text-column", default="text", help="Parquet/CSV input: the note text column")
     d.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
                    help="one operator for every label (default: surrogate)")
     d.add_argument("--operators", metavar="YAML", help="per-label operator settings (see docs/export.md)")
-    d.add_argument("--bias", type=float, default=0.0, help="O-label bias (higher favours recall)")
+    d.add_argument("--bias", type=float, default=0.0, help="O-label bias (negative favours recall)")
     d.add_argument("--patient-key", default="meta.patient_id",
-                   help="where the patient id is in each document (default: meta.patient_id);"
+                   help="where the patient id is in each document (default: meta.patient_id;"
+                        " for Parquet/CSV a column, 'meta.X' meaning column X if present);"
                         " documents without one are their own patient")
     d.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
     d.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
