@@ -43,6 +43,11 @@ def run(name: str, train: list[Document], test: list[Document], lang: str, schem
     predict_s = time.perf_counter() - t0
     strict = strict_prf(test, preds)
     char = char_prf(test, preds)
+    labels = sorted({s.label for d in test for s in d.spans})
+    per_label = {}
+    for label in labels:
+        r = strict_prf(test, preds, labels=[label])
+        per_label[label] = {"recall": round(float(r["recall"]), 3), "f1": round(float(r["f1"]), 3)}
     return {
         "experiment": name,
         "train_docs": len(train),
@@ -53,6 +58,7 @@ def run(name: str, train: list[Document], test: list[Document], lang: str, schem
         "char_recall": round(float(char["recall"]), 4),
         "train_s": round(train_s, 1),
         "predict_s": round(predict_s, 1),
+        "per_label_strict": per_label,
     }
 
 
