@@ -39,9 +39,11 @@ always fail.
 
 A hit is classified by where it lies in the output: in unchanged note text (a
 ``leak``), inside a kept span (deliberately kept by the project's operators),
-or inside a generated surrogate whose own original was different (a
-``coincidence``: the generator drew a value that equals some other PHI string,
-which reveals nothing about the replaced value). Only leaks fail the check.
+or inside a generated surrogate that differs from its own original (a
+``coincidence``: the generator drew a value containing some other PHI string,
+such as a shifted date equal to another original date, which reveals nothing
+about the replaced value). A "replacement" identical to its original is a
+leak. Only leaks fail the check.
 
 Reports carry document ids, offsets, labels and the kind of match, never the
 matched string.
@@ -259,9 +261,8 @@ def _classify(target: LeakTarget, start: int, end: int, cand: LeakCandidate) -> 
         if region.start <= start and end <= region.end:
             if region.kept:
                 return "kept"
-            norm = normalise(cand.value)
-            if norm and norm in region.original:
-                return "text"  # a surrogate that reproduces its own original
+            if normalise(target.text[region.start : region.end]) == region.original:
+                return "text"  # a "replacement" identical to its original: a leak
             return "surrogate"
     return "text"
 

@@ -108,7 +108,8 @@ def test_matching_table(text: str, value: str, label: str, expected: list[tuple[
     [
         (Region(5, 15, kept=True, original="john smith"), "kept", True),
         (Region(5, 15, kept=False, original="mary jones"), "surrogate", True),
-        (Region(5, 15, kept=False, original="dr john smith"), "text", False),
+        (Region(5, 15, kept=False, original="dr john smith"), "surrogate", True),
+        (Region(5, 15, kept=False, original="john smith"), "text", False),  # replaced by itself
         (Region(0, 4, kept=False, original="x"), "text", False),
     ],
 )
