@@ -29,6 +29,7 @@ def main() -> int:
     ap.add_argument("--notes", type=int, default=200)
     ap.add_argument("--train", type=int, default=150)
     ap.add_argument("--model", help="an existing model directory (default: train one on synthetic notes)")
+    ap.add_argument("--step", type=float, default=0.5, help="bias grid step over -5..+3 (page: 0.5)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.model:
@@ -54,7 +55,7 @@ def main() -> int:
         cpu.append((time.process_time() - c) * 1000)
 
     t, c = time.perf_counter(), time.process_time()
-    points = bias_curve(model, gold, encoded)
+    points = bias_curve(model, gold, encoded, bias_grid(args.step))
     curve_s, curve_cpu = time.perf_counter() - t, time.process_time() - c
     t = time.perf_counter()
     metrics_at_bias(model, gold, encoded, -1.25)
@@ -70,7 +71,7 @@ def main() -> int:
         "redecode_ms_p95": round(sorted(times)[int(0.95 * len(times)) - 1], 2),
         "redecode_cpu_ms_median": round(statistics.median(cpu), 2),
         "redecode_target_ms": 20,
-        "curve_biases": len(bias_grid()),
+        "curve_biases": len(bias_grid(args.step)),
         "curve_seconds": round(curve_s, 3),
         "curve_cpu_seconds": round(curve_cpu, 3),
         "curve_target_seconds": 3.0,
