@@ -42,8 +42,10 @@ A hit is classified by where it lies in the output: in unchanged note text (a
 or inside a generated surrogate that differs from its own original (a
 ``coincidence``: the generator drew a value containing some other PHI string,
 such as a shifted date equal to another original date, which reveals nothing
-about the replaced value). A "replacement" identical to its original is a
-leak. Only leaks fail the check.
+about the replaced value). A surrogate that contains the searched string when
+its own original did too is a leak ("Hospital General de Guadalajara" drawn
+for "Hospital Universitario de Guadalajara"), except for shifted dates, which
+keep month and year by design. Only leaks fail the check.
 
 Reports carry document ids, offsets, labels and the kind of match, never the
 matched string.
@@ -263,6 +265,11 @@ def _classify(target: LeakTarget, start: int, end: int, cand: LeakCandidate) -> 
                 return "kept"
             if normalise(target.text[region.start : region.end]) == region.original:
                 return "text"  # a "replacement" identical to its original: a leak
+            if cand.kind != "date" and normalise(cand.value) in region.original:
+                # The surrogate carries words of the value it replaced ("Hospital
+                # General de Guadalajara" for "... de Guadalajara"): a leak. Shifted
+                # dates keep month and year often, by design, without revealing them.
+                return "text"
             return "surrogate"
     return "text"
 

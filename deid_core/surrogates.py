@@ -188,6 +188,8 @@ class SurrogateGenerator:
             raise UnsupportedFormat(f"unknown surrogate kind(s): {', '.join(sorted(unknown))}")
         self.consistency = consistency
         self.max_shift_days = max_shift_days
+        #: Words a place or organisation surrogate may share with its original.
+        self.shared_words = frozenset(_fold(w) for w in self.data.get("shared_words") or ())
 
     # -- public -----------------------------------------------------------
     def kind_of(self, label: str) -> str:
@@ -238,14 +240,34 @@ class _Draw:
     def rng(self, value: str, purpose: str = "", attempt: int = 0) -> random.Random:
         return random.Random(self.seed(value, purpose, attempt))
 
-    def differing(self, value: str, purpose: str, make: Callable[[random.Random, int], str]) -> str:
-        """Draw until the result differs from ``value`` (case- and space-folded)."""
+    def differing(
+        self,
+        value: str,
+        purpose: str,
+        make: Callable[[random.Random, int], str],
+        shared: frozenset[str] | None = None,
+    ) -> str:
+        """Draw until the result differs from ``value`` (case- and space-folded).
+
+        With ``shared`` (words a surrogate may repeat, such as "Hospital"), the
+        result must also share no other word with ``value``: "Hospital
+        Universitario de Guadalajara" must not become "Hospital General de
+        Guadalajara".
+        """
+        avoid = None if shared is None else _content_words(value) - shared
         result = value
         for attempt in range(_MAX_TRIES):
             result = make(self.rng(value, purpose, attempt), attempt)
-            if normalise(result) != normalise(value):
-                return result
+            if normalise(result) == normalise(value):
+                continue
+            if avoid and avoid & _content_words(result):
+                continue
+            return result
         return result
+
+
+def _content_words(text: str) -> set[str]:
+    return {_fold(w) for w in re.findall(r"[^\W\d_]{3,}", text)}
 
 
 # -- format-preserving kinds ---------------------------------------------------
@@ -450,7 +472,9 @@ def _name_word(gen: SurrogateGenerator, word: str, role: str, gender: str | None
 # -- places, professions, organisations ------------------------------------------
 def _faker_kind(method: Callable[[Faker], str]) -> Callable[[SurrogateGenerator, str, _Draw], str]:
     def make(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
-        out = draw.differing(value, "faker", lambda rng, attempt: gen.faker_call(rng.getrandbits(64), method))
+        out = draw.differing(
+            value, "faker", lambda rng, _: gen.faker_call(rng.getrandbits(64), method), gen.shared_words
+        )
         return _case_like(value, out)
 
     return make
@@ -463,7 +487,9 @@ def _gen_street(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
 
 def _pick(pool: tuple[str, ...]) -> Callable[[SurrogateGenerator, str, _Draw], str]:
     def make(gen: SurrogateGenerator, value: str, draw: _Draw) -> str:
-        return _case_like(value, draw.differing(value, "pick", lambda rng, _: rng.choice(pool)))
+        return _case_like(
+            value, draw.differing(value, "pick", lambda rng, _: rng.choice(pool), gen.shared_words)
+        )
 
     return make
 
@@ -503,7 +529,7 @@ def _templated(key: str) -> Callable[[SurrogateGenerator, str, _Draw], str]:
                 city=city,
             )
 
-        return _case_like(value, draw.differing(value, key, one))
+        return _case_like(value, draw.differing(value, key, one, gen.shared_words))
 
     return make
 
