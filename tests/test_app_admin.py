@@ -64,6 +64,7 @@ def test_bias_slider_changes_measures_and_use_for_project(engine):
 
 
 def test_retrain_then_roll_back(engine):
+    repo.update_project_settings(engine, PROJECT, {"folds": 2})  # keep the k-fold check quick
     at = app_as("ada", "admin", page="model")
     assert not at.exception and texts(at.title) == ["Model"]
     first = repo.active_model_version(engine, PROJECT).version

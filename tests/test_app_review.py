@@ -107,3 +107,36 @@ def test_skip_and_release(engine):
     nxt = rita.session_state["current_doc"]
     rita.button(key="release").click().run()
     assert repo.get_document(engine, nxt).status == "new"
+
+
+def test_apply_to_all_previews_then_applies_across_the_patients_notes(engine):
+    rita = claim("rita")
+    doc_id = rita.session_state["current_doc"]
+    layers = repo.get_document(engine, doc_id)
+    patient = layers.document.meta["patient_id"]
+    siblings = [r.doc_id for r in repo.review_queue(engine, PROJECT, statuses=["new"], limit=50)
+                if r.patient_id == patient and r.doc_id != doc_id]
+    text = layers.document.text
+    word = next(t for t in tokenize(text).tokens if t.text.isalpha() and len(t.text) > 3
+                and any(t.text in repo.get_document(engine, s).document.text for s in siblings))
+    rita.selectbox(key="aa_pick").select("(type a string)").run()
+    rita.text_input(key="aa_string").input(word.text)
+    rita.selectbox(key="aa_label").select("PATIENT")
+    rita.radio(key="aa_action").set_value("add")
+    rita.radio(key="aa_scope").set_value("this patient's notes").run()
+    rita.button(key="aa_preview").click().run()
+    assert not rita.exception
+    plan = rita.session_state["apply_all_plan"]["changes"]
+    assert plan and {c.doc_id for c in plan} - {str(doc_id)}  # other notes would change
+    assert all(text_of(engine, c) == word.text for c in plan)
+    assert repo.get_document(engine, doc_id).version == 0  # a preview changes nothing
+    rita.button(key="aa_apply").click().run()
+    assert not rita.exception
+    drafts = rita.session_state["drafts"]
+    for c in plan:
+        assert (c.start, c.end, "PATIENT") in {s.key for s in drafts[int(c.doc_id)].spans}
+
+
+def text_of(engine, change):
+    doc = repo.get_document(engine, int(change.doc_id)).document
+    return doc.text[change.start:change.end]
