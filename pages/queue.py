@@ -7,7 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from deid_core.store import repository as repo
-from deid_core.ui.queue import QUEUE_ORDERS, prediction_summaries, progress_numbers, queue_table
+from deid_core.ui.queue import (
+    QUEUE_ORDERS,
+    claim_next_note,
+    prediction_summaries,
+    progress_numbers,
+    queue_table,
+)
 from deid_core.ui.resources import guard
 
 ctx = guard("queue")
@@ -45,16 +51,16 @@ if by_reviewer:
 
 c1, c2 = st.columns([1, 4])
 if c1.button("Review next", type="primary", icon=":material/play_arrow:", key="review_next"):
-    claim_order = order if not order.startswith("strategy:") else "logprob"
-    layers = repo.claim_next(ctx.engine, project.name, ctx.user.username, order=claim_order)
+    layers = claim_next_note(ctx.engine, project, ctx.user.username)
     if layers is None:
         st.info("Nothing left to review.")
     else:
         st.session_state["current_doc"] = layers.doc_id
         st.switch_page("pages/review.py")
 c2.caption(
-    "Review next takes the least confident unassigned note and assigns it to you, so two"
-    " reviewers never get the same note."
+    "Review next takes the next unassigned note (by the active-learning strategy when the queue"
+    " was scored, else least confident first) and assigns it to you, so two reviewers never get"
+    " the same note."
 )
 
 if table:

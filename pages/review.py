@@ -26,7 +26,7 @@ from deid_core.ui.editing import (
     undo,
 )
 from deid_core.ui.learning import maybe_retrain
-from deid_core.ui.queue import patient_document_ids
+from deid_core.ui.queue import claim_next_note, patient_document_ids
 from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html
 from deid_core.ui.resources import guard, model_at
 from deid_core.ui.review import ModelView, encoded_for, follow_model, model_view, uncertain_count
@@ -43,7 +43,7 @@ uncertain_below = float(project.settings.get("uncertain_below", DEFAULT_UNCERTAI
 
 
 def claim_next() -> None:
-    layers = repo.claim_next(ctx.engine, project.name, user)
+    layers = claim_next_note(ctx.engine, project, user)
     state["current_doc"] = layers.doc_id if layers is not None else None
     if layers is None:
         flash(state, "info", "Nothing left to review in this project.")

@@ -121,3 +121,51 @@ def predict_unreviewed(
     if progress is not None:
         progress(f"stored {n} predictions", 1.0)
     return n
+
+
+def _claim(engine: Engine, project_id: int, doc_id: int, reviewer: str) -> bool:
+    """Assign one new, unassigned note; the guarded UPDATE makes a concurrent claim lose cleanly."""
+    from sqlalchemy import update
+
+    from deid_core.store.audit import record_event
+    from deid_core.store.engine import write_session
+    from deid_core.store.models import utcnow
+
+    with write_session(engine) as s:
+        res = s.execute(
+            update(DocumentRow)
+            .where(DocumentRow.id == doc_id, DocumentRow.project_id == project_id,
+                   DocumentRow.status == "new", DocumentRow.assigned_to.is_(None))
+            .values(assigned_to=reviewer, assigned_at=utcnow(), status="in_review")
+            .execution_options(synchronize_session=False)
+        )
+        if res.rowcount != 1:
+            return False
+        record_event(s, reviewer, "document.claim", "document", doc_id, project_id=project_id,
+                     after={"assigned_to": reviewer, "order": "strategy"})
+        return True
+
+
+def claim_next_note(engine: Engine, project: Any, reviewer: str) -> repo.DocumentLayers | None:
+    """"Review next": the reviewer's open note, else the next by the project's strategy.
+
+    When active learning has scored the queue (``settings["strategy"]`` with
+    scores stored through ``set_queue_scores``) the best-scored unassigned note
+    is claimed; otherwise, or once scored notes run out, the store's
+    least-confident-first claim is used.
+    """
+    mine = repo.review_queue(engine, project.name, statuses=["in_review"], assigned_to=reviewer,
+                             limit=1)
+    if mine:
+        return repo.get_document(engine, mine[0].doc_id)
+    strategy = project.settings.get("strategy")
+    if strategy:
+        for _attempt in range(5):
+            rows = repo.review_queue(engine, project.name, order=f"strategy:{strategy}",
+                                     statuses=["new"], unassigned_only=True, limit=10)
+            if not rows:
+                break
+            for row in rows:
+                if _claim(engine, project.id, row.doc_id, reviewer):
+                    return repo.get_document(engine, row.doc_id)
+    return repo.claim_next(engine, project.name, reviewer)

@@ -1,0 +1,69 @@
+"""Queue helpers: claiming by strategy or least confident, table rows, re-prediction."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from app_support import PROJECT, seed_store
+
+from deid_core.store import repository as repo
+from deid_core.ui.queue import (
+    claim_next_note,
+    prediction_summaries,
+    progress_numbers,
+    queue_table,
+)
+
+
+@pytest.fixture
+def engine(db_url):
+    return seed_store(db_url, n_notes=6)
+
+
+def test_least_confident_first_without_a_strategy(engine):
+    project = repo.get_project(engine, PROJECT)
+    expected = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
+    got = claim_next_note(engine, project, "rita")
+    assert got.doc_id == expected[0] and got.assigned_to == "rita"
+    assert claim_next_note(engine, project, "rita").doc_id == expected[0]  # resumes her note
+    assert claim_next_note(engine, project, "sam").doc_id == expected[1]
+
+
+def test_strategy_scores_order_the_claims(engine):
+    ids = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
+    scores = {d: float(i) for i, d in enumerate(ids)}  # the MOST confident note scores highest
+    repo.set_queue_scores(engine, PROJECT, "phi_mass", scores)
+    repo.update_project_settings(engine, PROJECT, {"strategy": "phi_mass"})
+    project = repo.get_project(engine, PROJECT)
+    assert claim_next_note(engine, project, "rita").doc_id == ids[-1]
+    assert claim_next_note(engine, project, "sam").doc_id == ids[-2]
+
+
+def test_concurrent_claims_never_share_a_note(engine):
+    ids = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
+    repo.set_queue_scores(engine, PROJECT, "entropy", {d: 1.0 for d in ids})
+    repo.update_project_settings(engine, PROJECT, {"strategy": "entropy"})
+    project = repo.get_project(engine, PROJECT)
+    got: dict[str, int | None] = {}
+
+    def worker(name: str) -> None:
+        layers = claim_next_note(engine, project, name)
+        got[name] = layers.doc_id if layers else None
+
+    threads = [threading.Thread(target=worker, args=(f"r{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [v for v in got.values() if v is not None]
+    assert len(claimed) == 6 and len(set(claimed)) == 6
+
+
+def test_table_rows_and_progress(engine):
+    rows = repo.review_queue(engine, PROJECT)
+    table = queue_table(rows, prediction_summaries(engine, [r.doc_id for r in rows]))
+    assert [t["id"] for t in table] == [r.doc_id for r in rows]
+    assert all(t["PHI spans"] and t["model"] == "import" for t in table)
+    assert table[0]["log P"] < table[-1]["log P"]
+    assert progress_numbers({"new": 4, "reviewed": 2, "skipped": 1, "in_review": 0}) == (2, 7)
