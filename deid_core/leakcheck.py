@@ -27,7 +27,8 @@ only name a year, a month or a weekday (not identifiers under HIPAA Safe
 Harbor, and a shifted full date legitimately still contains many years), and
 all-numeric day-month dates without a year ("5/5" is far more often a
 strength score or a ratio).
-surnames that are also eponyms ("Barrett", "Murphy"), and ages written as a
+surnames that are also eponyms ("Barrett", "Murphy"), place names made only
+of generic words ("Hospital General", "Centro de Salud"), and ages written as a
 bare number ("102" is far more often a lab value; ages over 89 are replaced
 anyway, and "102-year-old" is still searched). Dates and ages are not
 searched by digits, because their digits are short and common.
@@ -64,8 +65,9 @@ import yaml
 
 from deid_core.dateshift import date_precision
 from deid_core.surrogate_map import normalise
-from deid_core.surrogates import label_kinds
+from deid_core.surrogates import is_generic_place, label_kinds
 
+_PLACE_KINDS = frozenset({"hospital", "health_centre", "organization", "street", "location", "city"})
 MIN_CHARS = 3
 MIN_DIGITS = 5
 Where = Literal["text", "kept", "surrogate"]
@@ -206,6 +208,8 @@ def make_candidates(
             reason = "common_word"
         elif kind == "name" and norm in words["eponyms"]:
             reason = "eponym"
+        elif kind in _PLACE_KINDS and is_generic_place(core):
+            reason = "generic_place"
         elif kind == "age" and norm.isdigit():
             reason = "bare_number_age"
         elif kind == "date" and date_precision(core, lang) in ("year", "month", "weekday"):

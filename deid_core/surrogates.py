@@ -247,7 +247,8 @@ class _Draw:
         make: Callable[[random.Random, int], str],
         shared: frozenset[str] | None = None,
     ) -> str:
-        """Draw until the result differs from ``value`` (case- and space-folded).
+        """Draw until the result neither equals nor contains ``value`` (case- and
+        space-folded, as whole words).
 
         With ``shared`` (words a surrogate may repeat, such as "Hospital"), the
         result must also share no other word with ``value``: "Hospital
@@ -255,11 +256,15 @@ class _Draw:
         Guadalajara".
         """
         avoid = None if shared is None else _content_words(value) - shared
+        folded = normalise(value)
+        # A purely generic original ("Centro de Salud") may be contained: nothing to hide.
+        generic = shared is not None and not avoid
+        inside = re.compile(rf"(?<!\w){re.escape(folded)}(?!\w)") if folded and not generic else None
         result = value
         for attempt in range(_MAX_TRIES):
             result = make(self.rng(value, purpose, attempt), attempt)
-            if normalise(result) == normalise(value):
-                continue
+            if inside is not None and inside.search(normalise(result)):
+                continue  # equal to, or containing, the original ("Hospital General de X")
             if avoid and avoid & _content_words(result):
                 continue
             return result
@@ -268,6 +273,14 @@ class _Draw:
 
 def _content_words(text: str) -> set[str]:
     return {_fold(w) for w in re.findall(r"[^\W\d_]{3,}", text)}
+
+
+def is_generic_place(value: str) -> bool:
+    """Only words any hospital, street or organisation name may hold ("Hospital
+    General", "Centro de Salud"): nothing identifying, in either language."""
+    words = _content_words(value)
+    shared = {_fold(w) for lang in ("en", "es") for w in _language_data(lang).get("shared_words") or ()}
+    return bool(words) and words <= shared
 
 
 # -- format-preserving kinds ---------------------------------------------------

@@ -86,6 +86,8 @@ def _one(text: str, value: str, label: str = "PATIENT", regions: tuple[Region, .
         ("strength 5/5", "5/5", "DATE", []),  # numeric day-month: a score far more often
         ("seen March 5 and", "March 5", "DATE", [(5, 12, "exact")]),
         ("médico de familia", "familia", "FAMILIARES_SUJETO_ASISTENCIA", []),
+        ("al Hospital General", "Hospital General", "HOSPITAL", []),  # only generic words
+        ("al Hospital General de Jaén", "Hospital General de Jaén", "HOSPITAL", [(3, 27, "exact")]),
         ("Cl 102 mmol", "102", "AGE", []),  # bare-number ages look like lab values
         ("Murphy's sign negative", "Murphy", "DOCTOR", []),  # eponym
         ("Bob's visit", "Bob", "PATIENT", [(0, 3, "exact")]),

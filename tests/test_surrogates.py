@@ -308,3 +308,22 @@ def test_place_surrogates_never_carry_a_word_of_the_original(lang: str, value: s
         out = gen.generate(value, label, patient_key=f"p{i}").text
         assert out is not None
         assert not words & {w.casefold() for w in re.findall(r"[^\W\d_]{3,}", out)}, out
+
+
+@pytest.mark.parametrize(
+    ("value", "label", "contained"),
+    [
+        ("Hospital General Ribera", "HOSPITAL", False),
+        ("Clínica Guadalajara", "HOSPITAL", False),
+        ("Centro de Salud", "CENTRO_SALUD", True),  # only generic words: nothing to hide
+    ],
+)
+def test_surrogates_never_contain_their_original(es: SurrogateGenerator, value: str, label: str, contained: bool) -> None:
+    """A surrogate holding its whole original ("Hospital General Ribera" inside "Hospital
+    General Ribera de Jaén") is redrawn, unless the original is only generic words."""
+    found = set()
+    for i in range(100):
+        out = es.generate(value, label, patient_key=f"p{i}").text
+        assert out is not None and normalise(out) != normalise(value)
+        found.add(normalise(value) in normalise(out))
+    assert found == {contained}
