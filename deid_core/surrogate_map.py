@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -35,7 +34,7 @@ from deid_core.errors import DeidError, MappingConflict, PermissionDenied
 
 CORPUS_SCOPE = "corpus"
 MIN_SECRET_BYTES = 16
-ENV_SECRETS_DIR = "DEID_SECRETS_DIR"
+ENV_DATA_DIR = "DEID_DATA_DIR"
 
 
 def read_secret(path: str | os.PathLike[str]) -> bytes:
@@ -76,15 +75,16 @@ def load_or_create_secret(path: str | os.PathLike[str]) -> tuple[bytes, bool]:
     return read_secret(p), False
 
 
-def default_secret_path(project: str) -> Path:
-    """Where a project's secret lives unless told otherwise: ``$DEID_SECRETS_DIR`` or the
-    per-user data directory, never the checkout or an export folder."""
+def default_secret_path(project_id: int) -> Path:
+    """Where a project's secret lives: ``<data dir>/secrets/project-<id>.secret``, with the
+    data dir ``$DEID_DATA_DIR`` or the per-user data directory, never the checkout or an
+    export folder. The app's Export page (``deid_core.ui.exporting.project_secret``) uses
+    the same file, so the CLI and the app export a project with the same surrogates."""
     import platformdirs
 
-    base = os.environ.get(ENV_SECRETS_DIR)
-    root = Path(base) if base else platformdirs.user_data_path("deid-workbench") / "secrets"
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", project).lstrip(".") or "project"
-    return root / f"{stem}-{hashlib.sha256(project.encode('utf-8')).hexdigest()[:8]}.secret"
+    base = os.environ.get(ENV_DATA_DIR)
+    root = Path(base) if base else platformdirs.user_data_path("deid-workbench")
+    return root / "secrets" / f"project-{int(project_id)}.secret"
 
 
 def normalise(value: str) -> str:

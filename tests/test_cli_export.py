@@ -162,7 +162,7 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     from deid_core.store.audit import list_events
     from deid_core.store.users import create_user
 
-    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path / "secrets"))
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path))
     _store(db_url, notes, tmp_path)
     out = tmp_path / "release"
     rc = main(["export", "--project", "p1", "--output", str(out), "--format", "jsonl,brat",
@@ -204,6 +204,11 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     # One secret per project, created at the first export: every export agrees.
     (secret_file,) = (tmp_path / "secrets").iterdir()
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    # The app's Export page reads the same secret for this project.
+    from deid_core.store.repository import get_project
+    from deid_core.ui.exporting import project_secret
+
+    assert project_secret(get_project(engine, "p1").id) == read_secret(secret_file)
     r3 = read_jsonl(tmp_path / "r3" / "corpus.jsonl")
     assert read_jsonl(tmp_path / "release" / "corpus.jsonl") == r3
     assert main(["export", "--project", "p1", "--output", str(tmp_path / "r4"), "--db", db_url,
@@ -216,7 +221,7 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
 
 
 def test_export_refuses_an_existing_folder(db_url: str, notes: list[Document], tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path / "secrets"))
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path))
     _store(db_url, notes, tmp_path)
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("keep")

@@ -281,9 +281,9 @@ def test_mapping_records_without_originals_and_detects_collisions(tmp_path) -> N
 def test_secrets_are_created_once_private_and_per_project(tmp_path, monkeypatch) -> None:
     import stat
 
-    monkeypatch.setenv("DEID_SECRETS_DIR", str(tmp_path))
-    path = default_secret_path("ward/7 notes")
-    assert path.parent == tmp_path and "/" not in path.name and path != default_secret_path("ward_7 notes")
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path))
+    path = default_secret_path(7)
+    assert path == tmp_path / "secrets" / "project-7.secret" and path != default_secret_path(8)
     secret, created = load_or_create_secret(path)
     assert created and len(secret) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert load_or_create_secret(path) == (secret, False)

@@ -206,7 +206,7 @@ def run_export(args: argparse.Namespace) -> int:
     config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
                           leak_scope=args.leak_scope, allow_leaks=args.allow_leaks)
     # One secret per project (not per export), so every export of the project agrees.
-    secret_path = Path(args.secret_file) if args.secret_file else default_secret_path(args.project)
+    secret_path = Path(args.secret_file) if args.secret_file else default_secret_path(project.id)
     secret, created = load_or_create_secret(secret_path)
     if created:
         print(f"created project secret {secret_path} (mode 0600): keep it, and keep it private",
@@ -288,8 +288,8 @@ def register(subparsers: Any) -> None:
                    help="also export unreviewed documents with model predictions (needs --yes)")
     e.add_argument("--yes", action="store_true", help="confirm --include-unreviewed")
     e.add_argument("--secret-file",
-                   help="project secret (default: the project's file under $DEID_SECRETS_DIR or the"
-                        " per-user data directory, created if missing)")
+                   help="project secret (default: secrets/project-<id>.secret under $DEID_DATA_DIR"
+                        " or the per-user data directory, as the app uses; created if missing)")
     e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
     e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
     e.add_argument("--mapping-out", metavar="JSONL",
