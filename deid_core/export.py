@@ -426,7 +426,7 @@ def export_project(
 
     def audit(summary: dict[str, Any]) -> None:
         with write_session(engine) as s:
-            record_event(s, actor, "export", "project", project, project_id=info.id, after=summary)
+            record_event(s, actor, "export", "project", info.id, project_id=info.id, after=summary)
 
     items = items_from_store(engine, project, include_unreviewed=config.include_unreviewed)
     skipped = 0 if config.include_unreviewed else count_documents(engine, project, UNREVIEWED)
@@ -439,7 +439,7 @@ def export_project(
     except (LeakDetected, ExportRefused) as exc:
         with write_session(engine) as s:
             record_event(
-                s, actor, "export_refused", "project", project, project_id=info.id,
+                s, actor, "export_refused", "project", info.id, project_id=info.id,
                 after={"reason": type(exc).__name__, "path": str(out_dir),
                        "formats": list(config.formats),
                        "include_unreviewed": config.include_unreviewed},
