@@ -34,7 +34,7 @@ class CRFParams:
     algorithm: str = "lbfgs"
     c1: float = 0.05
     c2: float = 0.01
-    max_iterations: int = 80
+    max_iterations: int = 50
     min_freq: int = 1
     all_possible_transitions: bool = True
     epsilon: float = 1e-4

@@ -81,7 +81,7 @@ class TrainConfig:
     algorithm: str = "lbfgs"
     c1: float = 0.05
     c2: float = 0.01
-    max_iterations: int = 80
+    max_iterations: int = 50
     min_freq: int = 1
     all_possible_transitions: bool = True
     epsilon: float = 1e-4
@@ -99,7 +99,7 @@ class TrainConfig:
     #: What one CRF sequence is: "sentence" (the tokenizer's sentences) or
     #: "line" (all sentences of a line: a split at "Apt." or "Dr." no longer
     #: cuts a span in two). Features use sentences either way.
-    sequence: str = "sentence"
+    sequence: str = "line"
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0

@@ -62,9 +62,13 @@ def test_training_reports_progress_and_metadata(trained, corpus) -> None:
 
 
 def _reference_sentences(model: DeidModel, doc: Document) -> list[list[list[str]]]:
+    """The attribute strings of each CRF sequence, built the way training builds them."""
+    from deid_core.model import sequence_bounds
+
     tok = tokenize(doc.text, model.lang)
     rules = model.rules.find(doc.text) if model.rules is not None else []
-    return model.extractor.sentence_features(tok, rules)
+    flat = [f for sent in model.extractor.sentence_features(tok, rules) for f in sent]
+    return [flat[a:b] for a, b in sequence_bounds(tok, model.config.sequence)]
 
 
 def test_pipeline_decoder_equals_crfsuite(trained, corpus) -> None:
