@@ -105,3 +105,15 @@ def test_payload_carries_text_for_textcontent_only():
     payload = segments_payload(text, segs, {"PATIENT": "#e6194b"})
     assert "".join(p["t"] for p in payload) == text
     assert payload[0]["u"] is True and payload[0]["c"] == "#e6194b"
+
+
+def test_editor_payload_sanitises_colours_and_keeps_text_as_data():
+    from deid_core.ui.component import editor_payload
+
+    text = "Ann <b>x</b>"
+    payload = editor_payload(doc_id="d", rev=3, text=text, spans=[Span(0, 3, "<i>L</i>")],
+                             labels=["PATIENT", "<i>L</i>"],
+                             colours={"PATIENT": "red;x:url(y)", "<i>L</i>": "#123456"})
+    assert [lab["c"] for lab in payload["labels"]] == [FALLBACK_COLOUR, "#123456"]
+    assert payload["segments"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
+    assert "".join(s["t"] for s in payload["segments"]) == text and payload["rev"] == 3

@@ -17,6 +17,7 @@ from deid_core.spans import Span
 from deid_core.ui.render import (
     DEFAULT_UNCERTAIN_BELOW,
     label_colours,
+    safe_colour,
     segment_note,
     segments_payload,
     text_colour,
@@ -44,7 +45,7 @@ def editor_payload(
     readonly: bool = False,
 ) -> dict[str, Any]:
     """Everything the browser needs, as JSON; ``rev`` changes whenever the layer does."""
-    palette = dict(colours)
+    palette = {name: safe_colour(c) for name, c in colours.items()}
     palette.update(label_colours([s.label for s in spans if s.label not in palette], None))
     segs = segment_note(len(text), spans, near_misses, uncertain_below=uncertain_below)
     return {
