@@ -94,15 +94,21 @@ def test_pairs_must_match():
         metrics_at_bias(ThresholdDecoder(), [GOLD], [], 0.0)
 
 
-def test_sweep_equals_decoding_each_bias_on_a_real_model():
+def test_sweep_equals_decoding_each_bias_on_a_real_model(monkeypatch):
     from deid_core.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.synthetic import generate_notes
-    from deid_core.ui.bias import sweep_spans
+    from deid_core.ui import bias
+    from deid_core.ui.bias import corpus_sweep_spans, sweep_spans
 
     model = train_model(generate_notes(10, seed=3), lang="en", scheme=load_scheme("i2b2_2014"),
                         config=TrainConfig(max_iterations=10))
-    grid = bias_grid(1.0)
-    for doc in generate_notes(4, seed=4):
-        enc = model.encode(Document(doc.id, doc.text))
-        assert sweep_spans(model, enc, grid) == [tuple(model.decode(enc, b).spans) for b in grid]
+    grid = bias_grid(0.5)
+    docs = generate_notes(6, seed=4) + [Document("empty", "   ")]
+    encoded = [model.encode(Document(d.id, d.text)) for d in docs]
+    expected = [[tuple(model.decode(e, b).spans) for b in grid] for e in encoded]
+    assert corpus_sweep_spans(model, encoded, grid) == expected
+    shuffled = [grid[3], grid[0], grid[-1]]  # any order of biases
+    assert sweep_spans(model, encoded[0], shuffled) == [expected[0][3], expected[0][0], expected[0][-1]]
+    monkeypatch.setattr(bias, "BATCH_BYTES", 1)  # one sentence per batched call
+    assert corpus_sweep_spans(model, encoded, grid) == expected

@@ -81,32 +81,122 @@ def metrics_at_bias(
     )
 
 
-def sweep_spans(model: Any, encoded: Any, biases: Sequence[float]) -> list[tuple[Any, ...]]:
-    """The model's spans for one note at every bias, each distinct Viterbi path post-processed once.
+#: Memory for one batched Viterbi call (padded scores and back-pointers), in bytes.
+BATCH_BYTES = 64 * 1024 * 1024
 
-    Spans depend only on the path (rule merge and filters do not see the bias),
-    and across a bias grid a note usually has only a handful of distinct
-    paths; turning each path into spans is the costly Python part of a sweep.
-    Falls back to ``decode_many``/``decode`` for models without the engine internals.
+
+def _batched_paths(model: Any, encoded: Sequence[Any], grid: Sequence[float]) -> list[list[Any]]:
+    """Viterbi paths of every note at every bias of the sorted ``grid``: ``[note][bias]``.
+
+    The engine's sweep argument, applied to the whole set of notes at once: a
+    sentence's best biased score is convex and piecewise linear in the bias,
+    so a path that wins at two biases wins everywhere between them. All
+    sentences of all notes are decoded at the two ends of the grid in a few
+    batched calls; only sentences whose paths differ are decoded again at the
+    midpoint, recursively. Batching across notes is what makes it fast: the
+    decoder's cost is mostly per call, not per sentence.
+    """
+    import numpy as np
+
+    from deid_core.decoder import viterbi
+
+    transitions = model.weights.transitions
+    o_index = model.o_index
+    sents = [(n, a, b) for n, e in enumerate(encoded) for a, b in e.sentences]
+    paths: list[list[Any]] = [[None] * len(sents) for _ in grid]
+    n_labels = int(transitions.shape[0])
+
+    def decode(i: int, ids: list[int]) -> None:
+        ids = sorted(ids, key=lambda k: sents[k][2] - sents[k][1], reverse=True)
+        pos = 0
+        while pos < len(ids):
+            longest = max(1, sents[ids[pos]][2] - sents[ids[pos]][1])
+            rows = max(1, BATCH_BYTES // (longest * n_labels * 16))
+            chunk = ids[pos : pos + rows]
+            pos += len(chunk)
+            parts, bounds, at = [], [], 0
+            for k in chunk:
+                n, a, b = sents[k]
+                parts.append(encoded[n].emissions[a:b])
+                bounds.append((at, at + b - a))
+                at += b - a
+            path, _ = viterbi(np.concatenate(parts), bounds, transitions,
+                              bias=float(grid[i]), o_index=o_index)
+            for k, (a, b) in zip(chunk, bounds):
+                paths[i][k] = path[a:b]
+
+    everything = list(range(len(sents)))
+    if sents:
+        decode(0, everything)
+        if len(grid) > 1:
+            decode(len(grid) - 1, everything)
+    stack = [(0, len(grid) - 1, everything)]
+    while stack:
+        lo, hi, ids = stack.pop()
+        if hi - lo <= 1 or not ids:
+            continue
+        differ = []
+        for k in ids:
+            if np.array_equal(paths[lo][k], paths[hi][k]):
+                for i in range(lo + 1, hi):
+                    paths[i][k] = paths[lo][k]
+            else:
+                differ.append(k)
+        if differ:
+            mid = (lo + hi) // 2
+            decode(mid, differ)
+            stack.append((lo, mid, differ))
+            stack.append((mid, hi, differ))
+    by_note: list[list[int]] = [[] for _ in encoded]
+    for k, (n, _a, _b) in enumerate(sents):
+        by_note[n].append(k)
+    empty = np.zeros(0, dtype=np.intp)
+    return [
+        [np.concatenate([paths[i][k] for k in ks]) if ks else empty for i in range(len(grid))]
+        for ks in by_note
+    ]
+
+
+def corpus_sweep_spans(
+    model: Any, encoded: Sequence[Any], biases: Sequence[float]
+) -> list[list[tuple[Any, ...]]]:
+    """The model's spans for every note at every bias: ``[note][bias]``, biases as given.
+
+    Spans depend only on the Viterbi path (rule merge and filters do not see
+    the bias) and a note has only a handful of distinct paths across a grid,
+    so each distinct path is turned into spans once. Models without the
+    engine's internals fall back to ``decode_many``/``decode``.
     """
     prediction = getattr(model, "_prediction", None)
-    weights = getattr(model, "weights", None)
-    if prediction is None or weights is None or not getattr(encoded, "tokens", None):
-        many = getattr(model, "decode_many", None)
-        preds = many(encoded, biases) if many is not None else [model.decode(encoded, b) for b in biases]
-        return [tuple(p.spans) for p in preds]
-    from deid_core.decoder import viterbi_sweep
+    if prediction is None or getattr(model, "weights", None) is None:
+        out = []
+        for e in encoded:
+            many = getattr(model, "decode_many", None)
+            preds = many(e, biases) if many is not None else [model.decode(e, b) for b in biases]
+            out.append([tuple(p.spans) for p in preds])
+        return out
+    order = sorted(range(len(biases)), key=lambda i: biases[i])
+    grid = [float(biases[i]) for i in order]
+    note_paths = _batched_paths(model, encoded, grid)
+    result = []
+    for e, paths in zip(encoded, note_paths):
+        done: dict[bytes, tuple[Any, ...]] = {}
+        spans_sorted = []
+        for path, b in zip(paths, grid):
+            key = path.tobytes()
+            if key not in done:
+                done[key] = tuple(prediction(e, path if e.tokens else None, b).spans)
+            spans_sorted.append(done[key])
+        per_bias: list[tuple[Any, ...]] = [()] * len(biases)
+        for rank, i in enumerate(order):
+            per_bias[i] = spans_sorted[rank]
+        result.append(per_bias)
+    return result
 
-    paths = viterbi_sweep(encoded.emissions, encoded.sentences, weights.transitions,
-                          list(biases), model.o_index)
-    done: dict[bytes, tuple[Any, ...]] = {}
-    out = []
-    for path, b in zip(paths, biases):
-        key = path.tobytes()
-        if key not in done:
-            done[key] = tuple(prediction(encoded, path, float(b)).spans)
-        out.append(done[key])
-    return out
+
+def sweep_spans(model: Any, encoded: Any, biases: Sequence[float]) -> list[tuple[Any, ...]]:
+    """One note's spans at every bias (see :func:`corpus_sweep_spans`)."""
+    return corpus_sweep_spans(model, [encoded], biases)[0]
 
 
 def bias_curve(
@@ -125,12 +215,13 @@ def bias_curve(
         raise ValueError("gold documents and encodings must pair up")
     biases = sorted(bias_grid() if grid is None else grid)
     per_bias: list[list[Document]] = [[] for _ in biases]
-    n = max(1, len(gold))
-    for i, (g, e) in enumerate(zip(gold, encoded)):
-        for k, spans in enumerate(sweep_spans(model, e, biases)):
+    if progress is not None:
+        progress(f"decoding {len(gold)} notes at {len(biases)} biases", 0.05)
+    for g, note_spans in zip(gold, corpus_sweep_spans(model, encoded, biases)):
+        for k, spans in enumerate(note_spans):
             per_bias[k].append(g.with_spans(spans))
-        if progress is not None and (i % 10 == 0 or i + 1 == len(gold)):
-            progress(f"decoded {i + 1} of {len(gold)} notes", 0.9 * (i + 1) / n)
+    if progress is not None:
+        progress("scoring", 0.9)
     out = [
         BiasPoint(float(b), strict_prf(gold, preds), char_prf(gold, preds),
                   sum(len(d.spans) for d in preds))
