@@ -100,9 +100,12 @@ class Fake:
         return self.pools["last"].pick(self.rng)
 
     def surnames(self) -> str:
-        """Spanish names carry two surnames; English ones one."""
+        """Spanish names carry two surnames (sometimes with a particle); English ones one."""
         if self.lang == "es":
-            return f"{self.last_name()} {self.last_name()}"
+            first, second = self.last_name(), self.last_name()
+            if self.rng.random() < 0.08:
+                second = f"{self.rng.choice(['de la', 'del', 'de'])} {second}"
+            return f"{first} {second}"
         return self.last_name()
 
     def city(self) -> str:
@@ -137,10 +140,14 @@ class Fake:
         r = self.rng
         if self.lang == "es":
             number = r.randint(1, 180)
+            if r.random() < 0.08:  # a road address: "Carretera de Toledo km 12,500"
+                return f"Carretera de {self.city()} km {r.randint(1, 40)},{digits(r, 3)}"
             tail = r.choice([
                 f", {number}", f" {number}", f", {number}, {r.randint(1, 9)}º {r.choice('ABCDEF')}",
-                f" {number}, {r.randint(1, 9)} {r.choice('ABCD')}", ", s/n",
+                f" {number}, {r.randint(1, 9)} {r.choice('ABCD')}", ", s/n", " s/n",
                 f", {number}, {r.randint(1, 6)}º-{r.choice(['izda', 'dcha', 'A', 'B'])}",
+                f" {number}-{number + 2}, {r.randint(1, 6)}º {r.choice(['dcha', 'izda'])}",
+                f", nº {number}", f", {number}, bajo", f" {number}, {r.randint(1, 9)}º{r.choice('ABCD')}",
             ])
             return f"{self.street_name()}{tail}"
         number = str(r.randint(1, 99999) if r.random() < 0.3 else r.randint(1, 9999))
@@ -307,14 +314,25 @@ def hospital_name(fake: Fake, lex: dict[str, Any], city: str | None = None) -> s
     rng = fake.rng
     if fake.lang == "es":
         city = city or fake.city()
+        patron = rng.choice(lex["hospital_patrons"])
+        saint = f"{rng.choice(['San', 'Santa'])} {fake.first_name(rng.choice('MF')).split()[0]}"
         return rng.choice([
-            f"Hospital Universitario {rng.choice(lex['hospital_patrons'])}",
+            f"Hospital Universitario {patron}",
+            f"Hospital Universitario de {city}",
             f"Hospital General Universitario de {city}",
-            f"Hospital {rng.choice(lex['hospital_patrons'])}",
+            f"Hospital {patron}",
+            f"Hospital {saint}",
+            f"Hospital Universitario {saint}",
             f"Complejo Hospitalario de {city}",
+            f"Complejo Hospitalario Universitario de {city}",
             f"Hospital Clínico de {city}",
+            f"Hospital Clínico Universitario de {city}",
             f"Clínica {fake.last_name()}",
             f"Hospital Comarcal de {city}",
+            f"Hospital de {city}",
+            f"Hospital Regional Universitario de {city}",
+            f"Hospital Infanta {fake.first_name('F').split()[0]}",
+            f"Hospital General de {city}",
         ])
     suffix = rng.choice(lex["hospital_suffixes"])
     style = rng.randrange(4)

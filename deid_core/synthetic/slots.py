@@ -177,9 +177,16 @@ def _s_familiar(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     w.phi(note.patient.relation, "RELATIVE")
 
 
-@slot("familiar_otro", role="RELATIVE")
+@slot("familiar_otro", ("art", "plural"), role="RELATIVE")
 def _s_familiar_otro(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
-    w.phi(note.rng.choice(t.lex["kin"]), "RELATIVE")
+    """Another relative by kinship: "su [abuelo materno]", "la [madre]", "sus [padres]"."""
+    if fmt == "plural":
+        w.phi(note.rng.choice(t.lex["kin_plural"]), "RELATIVE")
+        return
+    word, sex = note.rng.choice(t.lex["kin"])
+    if fmt == "art":
+        w.lit("el " if sex == "M" else "la ")
+    w.phi(word, "RELATIVE")
 
 
 @slot("sexo", role="SEX")
@@ -190,7 +197,11 @@ def _s_sexo(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
 
 @slot("sexo_letra", role="SEX")
 def _s_sexo_letra(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
-    w.phi("H" if note.patient.person.sex == "M" else "M", "SEX")
+    male = note.patient.person.sex == "M"
+    if note.rng.random() < 0.1:
+        w.phi("Hombre" if male else "Mujer", "SEX")
+    else:
+        w.phi("H" if male else "M", "SEX")
 
 
 # ------------------------------------------------------------------ identifiers and places
