@@ -13,6 +13,7 @@ the app must use; ``scripts/demo`` then starts Streamlit on it.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import secrets
@@ -171,10 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         bar.n = int(fraction * 100)
         bar.refresh()
 
+    accounts = io.StringIO()  # printed after the bar, so passwords are not lost in its line
     try:
-        build_demo(directory, database_url=url, progress=progress)
+        info = build_demo(directory, database_url=url, progress=progress, out=accounts)
     finally:
         bar.close()
+        print(accounts.getvalue(), flush=True)
+    print(f"demo ready in {directory}: {info['notes']} notes, model {info['model_version']}"
+          f" ({info['seconds']} s)", flush=True)
     return 0
 
 
