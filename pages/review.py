@@ -103,6 +103,8 @@ view = view_for(doc, layers.prediction)
 reviewed = doc.spans if layers.version > 0 else None
 edit: EditState = follow_model(state["drafts"].get(layers.doc_id), view.spans, reviewed)
 state["drafts"][layers.doc_id] = edit
+if not edit.dirty and not edit.can_undo and opened["version"] != layers.version:
+    opened["version"] = layers.version  # no edits of ours yet: just follow the newer version
 tokens = tokenize(doc.text, project.lang).tokens
 
 
