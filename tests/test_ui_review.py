@@ -78,3 +78,10 @@ def test_untouched_draft_follows_the_bias_but_edits_stay():
     reviewed = [Span(0, 3, "DOCTOR", "human:rita")]
     assert follow_model(None, at_neg, reviewed).spans == tuple(reviewed)  # reviewed layer wins
     assert isinstance(follow_model(None, (), None), EditState)
+
+
+def test_encoded_cache_tells_same_id_different_text_apart():
+    model, cache = CountingModel(), {}
+    encoded_for(cache, model, Document("d1", "one text"))
+    encoded_for(cache, model, Document("d1", "another text"))
+    assert model.encodes == 2

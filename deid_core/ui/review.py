@@ -41,7 +41,8 @@ def encoded_for(cache: MutableMapping[Any, Any], model: Any, doc: Document) -> A
     The cache lives in ``st.session_state`` (never ``cache_resource``): an
     ``Encoded`` holds the note's tokens, which are PHI.
     """
-    key = (doc.id, getattr(model, "version", None))
+    # The text's hash too: ids are only unique within a project.
+    key = (doc.id, getattr(model, "version", None), len(doc.text), hash(doc.text))
     if not isinstance(cache, OrderedDict):
         fresh: OrderedDict[Any, Any] = OrderedDict(cache.items())
         cache.clear()
