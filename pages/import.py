@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from deid_core.store import repository as repo
 from deid_core.store.importers import FORMATS, import_paths
 from deid_core.ui.resources import guard
 
+log = logging.getLogger("deid_core.ui.import")
 ctx = guard("import")
 st.title("Import")
 
@@ -77,6 +79,10 @@ if st.button("Import", type="primary", disabled=not files, key="imp_go"):
         except DeidError as exc:
             bar.empty()
             st.error(f"Nothing was imported: {exc}")
+        except Exception as exc:  # noqa: BLE001 - shown by type only: a message could quote a note
+            bar.empty()
+            log.error("import failed with %s", type(exc).__name__)
+            st.error(f"Nothing was imported: unexpected {type(exc).__name__} (see the server log).")
         else:
             bar.progress(1.0, text="Done")
             st.success(f"Imported {result.n_imported} notes with {result.n_spans} spans"
