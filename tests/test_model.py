@@ -307,3 +307,19 @@ def test_empty_notes(trained, text: str) -> None:
     assert pred.near_misses() == []
     assert [p.spans for p in model.decode_many(model.encode(doc), [-1.0, 1.0])] == [(), ()]
     assert pred.to_document(doc).meta["logprob"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("rules", "crf", "kept"),
+    [
+        ([Span(2, 7, "ZIP", "rule:cp")], [Span(0, 7, "TERRITORIO", "crf:v")], []),  # strictly inside: dropped
+        ([Span(0, 7, "ZIP", "rule:cp")], [Span(0, 7, "TERRITORIO", "crf:v")], [0]),  # same extent: rule wins later
+        ([Span(5, 9, "ZIP", "rule:cp")], [Span(0, 7, "TERRITORIO", "crf:v")], [0]),  # overlaps only
+        ([Span(0, 3, "A", "rule:a"), Span(10, 12, "B", "rule:b")], [Span(9, 15, "B", "crf:v")], [0]),
+        ([Span(0, 3, "A", "rule:a")], [], [0]),
+    ],
+)
+def test_rule_spans_inside_longer_crf_spans_yield(rules, crf, kept) -> None:
+    from deid_core.model import _uncovered_rules
+
+    assert _uncovered_rules(rules, crf) == [rules[i] for i in kept]
