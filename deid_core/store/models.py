@@ -287,3 +287,28 @@ class AuditEvent(Base):
     project_id: Mapped[int | None] = mapped_column(Integer, index=True)
     before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class SurrogateMappingRow(Base):
+    """Which surrogate an export used for a (hashed) original: never the original itself.
+
+    ``key`` is ``HMAC-SHA256(project secret, scope, kind, normalised original)``
+    and ``scope`` is ``"corpus"`` or an HMAC of the patient key, so without the
+    secret a row says nothing about what it replaced. One row per key and
+    project: exports insert with ON CONFLICT DO NOTHING, so concurrent exports
+    of one project agree instead of failing.
+    """
+
+    __tablename__ = "surrogate_mappings"
+    __table_args__ = (
+        UniqueConstraint("project_id", "key", name="uq_surrogate_mappings_project_key"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    key: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(50))
+    label: Mapped[str] = mapped_column(String(100))
+    surrogate: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
