@@ -78,7 +78,7 @@ if st.button("Import", type="primary", disabled=not files, key="imp_go"):
             )
         except DeidError as exc:
             bar.empty()
-            st.error(f"Nothing was imported: {exc}")
+            st.error(f"Nothing was imported: {str(exc).replace(tmp + '/', '')}")
         except Exception as exc:  # noqa: BLE001 - shown by type only: a message could quote a note
             bar.empty()
             log.error("import failed with %s", type(exc).__name__)

@@ -228,3 +228,42 @@ def test_review_flow_bias_and_xss(server, browser):
     # 6. nothing executed anywhere
     assert page.evaluate("window.__xss") is None
     assert dialogs == []
+
+
+def test_import_reports_a_bad_file_and_imports_nothing(server, browser, tmp_path):
+    import json
+
+    from deid_core.corpus import document_to_dict
+    from deid_core.synthetic import generate_notes
+
+    good = [document_to_dict(d) for d in generate_notes(2, seed=77)]
+    bad = dict(good[1], id="broken", spans=[{"start": 5, "end": 999999, "label": "DATE"}])
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_text("\n".join(json.dumps(x) for x in [*good, bad]) + "\n", "utf-8")
+    good_file = tmp_path / "good.jsonl"
+    good_file.write_text("\n".join(json.dumps(x) for x in good) + "\n", "utf-8")
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    sign_in(page, server, "ada")
+    total_before = page.get_by_text("notes reviewed").first.inner_text().split()[2]
+    page.get_by_role("link", name="Import").click()
+    uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    uploader.set_input_files(str(bad_file))
+    page.get_by_text("bad.jsonl").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="Import", exact=True).click()
+    error = page.get_by_text("Nothing was imported")
+    error.wait_for(timeout=60_000)
+    assert "bad.jsonl, line 3" in error.inner_text() and "deid-import-" not in error.inner_text()
+    shot(page, "06_import_error")
+    page.get_by_role("link", name="Queue").click()
+    page.get_by_text("notes reviewed").first.wait_for(timeout=30_000)
+    assert page.get_by_text("notes reviewed").first.inner_text().split()[2] == total_before
+
+    page.get_by_role("link", name="Import").click()
+    uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
+    uploader.set_input_files(str(good_file))
+    page.get_by_text("good.jsonl").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_text("Imported 2 notes").wait_for(timeout=60_000)
+    shot(page, "07_import_ok")
+    page.close()
