@@ -42,6 +42,7 @@ import tempfile
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -49,7 +50,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deid_core.corpus import atomic_write_text, write_jsonl
-from deid_core.errors import CorpusFormatError, ExportRefused, LeakDetected, UnsupportedFormat
+from deid_core.errors import (
+    CorpusFormatError,
+    ExportRefused,
+    LeakDetected,
+    MappingConflict,
+    UnsupportedFormat,
+)
 from deid_core.formats import safe_file_stem, write_i2b2_xml
 from deid_core.formats.brat import format_ann
 from deid_core.formats.conll import write_conll
@@ -58,7 +65,7 @@ from deid_core.formats.spans_csv import write_spans_csv
 from deid_core.leakcheck import LeakReport, check_deidentified
 from deid_core.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
 from deid_core.spans import Document
-from deid_core.surrogate_map import SurrogateMapping, secret_fingerprint
+from deid_core.surrogate_map import MappingEntry, SurrogateMapping, mapping_key, secret_fingerprint
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
 MANIFEST_VERSION = 1
@@ -282,7 +289,11 @@ def export_corpus(
     ``config.allow_leaks`` is false. ``audit``, if given, receives the
     manifest summary once the export is in place (the store records it as an
     audit event). ``unreviewed_not_loaded`` counts unreviewed documents the
-    caller left out without loading them (recorded as skipped).
+    caller left out without loading them (recorded as skipped). ``mapping``
+    receives the surrogates used (not values kept as written); one with a
+    ``staged`` context (``DbSurrogateMapping``) writes them in a transaction
+    that commits only once the folder is in place, so a failed export
+    leaves no rows, and a ``MappingConflict`` stops it before the rename.
     """
     target = Path(out_dir)
     _check_target(target)
@@ -299,11 +310,15 @@ def export_corpus(
         results.append(
             deidentify_document(
                 item.doc, item.doc.spans, config=ops, secret=secret,
-                patient_key=item.patient_key, mapping=mapping, generator=gen,
+                patient_key=item.patient_key, generator=gen,
             )
         )
         if k % 25 == 0:
             report("de-identifying", 0.7 * k / n)
+    entries = recordable_entries(results, secret)
+    staged = getattr(mapping, "staged", None)
+    if mapping is not None and staged is None:
+        mapping.record(entries)  # a conflict stops the export before any file is written
     report("checking for leaks", 0.7)
     leak = check_deidentified(
         [(i.doc, r) for i, r in zip(chosen, results)], lang=ops.lang, scope=config.leak_scope
@@ -325,6 +340,7 @@ def export_corpus(
         out_docs.append(doc.with_meta(**extra))
     target.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    moved = False  # once renamed, a failure (the mapping's commit) removes the new folder
     try:
         report("writing files", 0.8)
         format_stats = _write_files(stage, config.formats, out_docs, results, ops.lang)
@@ -334,24 +350,44 @@ def export_corpus(
             for p in sorted(stage.rglob("*"))
             if p.is_file()
         }
-        collisions = len(mapping.collisions()) if mapping is not None else None
-        manifest = build_manifest(
-            chosen, results, config=config, secret=secret, scope=scope, leak=leak, files=files,
-            format_stats=format_stats, collisions=collisions, project=project, actor=actor,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )
-        atomic_write_text(stage / "manifest.json", lambda fh: json.dump(manifest, fh, indent=1, sort_keys=True))
-        _check_target(target)
-        if target.exists():
-            target.rmdir()
-        os.replace(stage, target)
+        with staged(entries) if staged is not None else nullcontext() as record:
+            # A transactional mapping (the database's) stays uncommitted until the
+            # folder is in place, so a failed export leaves no mapping rows behind.
+            if record is not None:
+                collisions: int | None = len(record.collisions)
+            else:
+                collisions = len(mapping.collisions()) if mapping is not None else None
+            manifest = build_manifest(
+                chosen, results, config=config, secret=secret, scope=scope, leak=leak, files=files,
+                format_stats=format_stats, collisions=collisions, project=project, actor=actor,
+                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            )
+            atomic_write_text(stage / "manifest.json", lambda fh: json.dump(manifest, fh, indent=1, sort_keys=True))
+            _check_target(target)
+            if target.exists():
+                target.rmdir()
+            os.replace(stage, target)
+            moved = True
     except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(target if moved else stage, ignore_errors=True)
         raise
     report("done", 1.0)
     if audit is not None:
         audit({k: manifest[k] for k in ("created_at", "documents", "spans", "formats", "scope", "leak_check", "secret_fingerprint")} | {"path": str(target)})
     return ExportResult(target, manifest, leak, results)
+
+
+def recordable_entries(results: Sequence[DeidentifiedDocument], secret: bytes) -> list[MappingEntry]:
+    """The mapping entries of an export, without those whose surrogate is the original itself.
+
+    A value kept as written (an age up to 89) still yields an entry; recording
+    it would put an original into the mapping. Its key is then the HMAC of the
+    surrogate, which is how it is recognised without the original.
+    """
+    return [
+        e for r in results for e in r.mapping_entries
+        if e.key != mapping_key(secret, e.scope, e.kind, e.surrogate)
+    ]
 
 
 def verify_manifest(path: str | os.PathLike[str]) -> list[str]:
@@ -409,15 +445,21 @@ def export_project(
     """Export a project from the store and record the export as an audit event.
 
     ``config`` defaults to the project's ``export_operators`` setting (or
-    surrogates for every label) in its language and scheme, JSONL only. A
-    refused export (leak found, scope not confirmed) is recorded too, as
+    surrogates for every label) in its language and scheme, JSONL only. The
+    surrogates used go to ``mapping``, by default the project's mapping in
+    the database (``DbSurrogateMapping``), committed only once the export is
+    in place. A refused export (leak found, scope not confirmed, a surrogate
+    that contradicts the stored mapping) is recorded too, as
     ``export_refused`` with the reason, and re-raised.
     """
     from deid_core.store.audit import record_event
     from deid_core.store.engine import write_session
     from deid_core.store.repository import UNREVIEWED, count_documents, get_project
+    from deid_core.store.surrogates import DbSurrogateMapping
 
     info = get_project(engine, project)
+    if mapping is None:
+        mapping = DbSurrogateMapping(engine, info.id)
     if config is None:
         raw = dict(info.settings.get("export_operators") or {})
         raw.setdefault("lang", info.lang)
@@ -436,7 +478,7 @@ def export_project(
             confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
             progress=progress, audit=audit, unreviewed_not_loaded=skipped,
         )
-    except (LeakDetected, ExportRefused) as exc:
+    except (LeakDetected, ExportRefused, MappingConflict) as exc:
         with write_session(engine) as s:
             record_event(
                 s, actor, "export_refused", "project", info.id, project_id=info.id,

@@ -182,22 +182,26 @@ def run_deidentify(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from deid_core.cli.store import _actor, tqdm_progress
     from deid_core.deidentify import operator_config
-    from deid_core.export import ExportConfig, export_mapping_as, export_project
+    from deid_core.export import ExportConfig, export_project
     from deid_core.store import open_store
     from deid_core.store.repository import get_project
-    from deid_core.store.users import get_user
-    from deid_core.surrogate_map import InMemorySurrogateMapping, default_secret_path
+    from deid_core.store.surrogates import check_mapping_export, export_surrogate_mapping
+    from deid_core.surrogate_map import default_secret_path
 
+    if not args.output and not args.mapping_out:
+        print("error: give --output (a new export) and/or --mapping-out (the surrogate mapping)",
+              file=sys.stderr)
+        return 2
     engine = open_store(args.db)
     actor = _actor(args)
-    if args.mapping_out:
-        # Checked first, so a refused mapping export costs nothing.
-        user = get_user(engine, args.actor) if args.actor else None
-        if user is None or user.role != "admin" or not user.active:
-            print("error: only an admin (--actor <admin user>) may export the surrogate mapping",
-                  file=sys.stderr)
-            return 1
     project = get_project(engine, args.project)
+    if args.mapping_out:
+        # Checked first, so a refused mapping export costs nothing (the refusal is audited).
+        check_mapping_export(engine, args.project, args.actor)
+    if not args.output:
+        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
+        return 0
     ops = operator_config(
         lang=project.lang, scheme=project.scheme, mode=args.mode,
         settings=_operator_settings(args, project.settings.get("export_operators")),
@@ -211,12 +215,12 @@ def run_export(args: argparse.Namespace) -> int:
     if created:
         print(f"created project secret {secret_path} (mode 0600): keep it, and keep it private",
               file=sys.stderr)
-    mapping = InMemorySurrogateMapping()
     progress, close = tqdm_progress("export")
     try:
+        # Surrogates used are recorded in the project's mapping in the database.
         result = export_project(
             engine, args.project, args.output, secret=secret, config=config, actor=actor,
-            confirm_unreviewed=args.yes, mapping=mapping, progress=progress,
+            confirm_unreviewed=args.yes, progress=progress,
         )
     except LeakDetected as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -224,8 +228,8 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         close()
     if args.mapping_out:
-        n = export_mapping_as(engine, args.actor, mapping, args.mapping_out)
-        print(f"wrote {n} mapping entries to {args.mapping_out}")
+        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
     m = result.manifest
     print(
         f"exported {m['documents']} document(s), {m['spans']} span(s) as {', '.join(m['formats'])}"
@@ -278,7 +282,7 @@ def register(subparsers: Any) -> None:
                     " chosen formats, leak_report.json and manifest.json into a new folder.",
     )
     e.add_argument("--project", required=True)
-    e.add_argument("--output", required=True, help="new (or empty) folder to create")
+    e.add_argument("--output", help="new (or empty) folder to create (may be left out with --mapping-out)")
     e.add_argument("--format", action="append", metavar="FMT",
                    help=f"one or more of {', '.join(FORMATS)} (repeat or comma-separate; default jsonl)")
     e.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
@@ -293,7 +297,8 @@ def register(subparsers: Any) -> None:
     e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
     e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
     e.add_argument("--mapping-out", metavar="JSONL",
-                   help="also write the surrogate mapping (HMAC keys -> surrogates; admin only)")
+                   help="write the project's surrogate mapping from the database (HMAC keys ->"
+                        " surrogates), after the export if --output is given; admin only (--actor)")
     e.add_argument("--db", metavar="URL", default=None, help="database URL")
     e.add_argument("--actor", default=None, help="user recorded in the audit trail")
     e.set_defaults(func=run_export)
