@@ -27,7 +27,7 @@ from deid_core.ui.editing import (
 )
 from deid_core.ui.learning import maybe_retrain
 from deid_core.ui.queue import claim_next_note, patient_document_ids
-from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html
+from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html, shortcut_order
 from deid_core.ui.resources import guard, model_at
 from deid_core.ui.review import ModelView, encoded_for, follow_model, model_view, uncertain_count
 from deid_core.ui.session import flash
@@ -37,7 +37,7 @@ project = ctx.need_project()
 state = st.session_state
 user = ctx.user.username
 scheme = load_scheme(project.scheme)
-labels = scheme.names
+labels = shortcut_order(scheme.names, project.scheme, project.settings.get("shortcut_labels"))
 bias = float(project.settings.get("bias", 0.0))
 uncertain_below = float(project.settings.get("uncertain_below", DEFAULT_UNCERTAIN_BELOW))
 

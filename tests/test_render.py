@@ -117,3 +117,17 @@ def test_editor_payload_sanitises_colours_and_keeps_text_as_data():
     assert [lab["c"] for lab in payload["labels"]] == [FALLBACK_COLOUR, "#123456"]
     assert payload["segments"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
     assert "".join(s["t"] for s in payload["segments"]) == text and payload["rev"] == 3
+
+
+@pytest.mark.parametrize(
+    "labels, scheme, preferred, expected",
+    [
+        (["PATIENT", "DOCTOR", "DATE", "ZIP"], "i2b2_2014", None, ["DATE", "DOCTOR", "PATIENT", "ZIP"]),
+        (["A", "B", "C"], "other", None, ["A", "B", "C"]),
+        (["A", "B", "C"], "other", ["C", "X", "C"], ["C", "A", "B"]),
+    ],
+)
+def test_shortcut_order(labels, scheme, preferred, expected):
+    from deid_core.ui.render import shortcut_order
+
+    assert shortcut_order(labels, scheme, preferred) == expected

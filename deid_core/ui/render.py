@@ -213,3 +213,21 @@ def segments_payload(
                         title=span_title(seg))
         out.append(item)
     return out
+
+
+#: Keys 1-9 go to the labels reviewers need most. For i2b2 2014 this is the
+#: frequency order of the 2014 training data (dates, names, hospitals, ages and
+#: record numbers dominate); other schemes keep their own order unless the
+#: project sets ``shortcut_labels``.
+DEFAULT_SHORTCUTS = {
+    "i2b2_2014": ("DATE", "DOCTOR", "PATIENT", "HOSPITAL", "AGE", "MEDICALRECORD", "CITY",
+                  "PHONE", "STREET"),
+}
+
+
+def shortcut_order(
+    labels: Sequence[str], scheme_name: str = "", preferred: Sequence[str] | None = None
+) -> list[str]:
+    """All ``labels``, the preferred ones (that exist) first, then the rest in scheme order."""
+    first = [lab for lab in (preferred or DEFAULT_SHORTCUTS.get(scheme_name, ())) if lab in labels]
+    return list(dict.fromkeys([*first, *labels]))

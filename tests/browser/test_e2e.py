@@ -187,10 +187,12 @@ def test_review_flow_bias_and_xss(server, browser):
     assert page.locator(".deid-review .deid-legend").count() == 1
     assert XSS_LABEL in page.locator("mark.deid-span").first.inner_text()
 
-    # 3. select a word with the mouse and label it with key 1 (PATIENT)
+    # 3. select a word with the mouse and label it with key 3 (PATIENT: keys follow label frequency)
+    assert page.locator(".deid-review .deid-legend-item").nth(2).inner_text().endswith("PATIENT")
     select_word(page, "Quill")
-    page.keyboard.press("1")
+    page.keyboard.press("3")
     page.locator("mark.deid-span", has_text="Quill").wait_for(timeout=30_000)
+    assert page.locator("mark.deid-span", has_text="Quill").get_attribute("data-label") == "PATIENT"
     shot(page, "03_labelled_with_key")
 
     # 4. accept and next with the keyboard, then the queue shows one more reviewed note
