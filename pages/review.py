@@ -29,7 +29,14 @@ from deid_core.ui.learning import maybe_retrain
 from deid_core.ui.queue import claim_next_note, patient_document_ids
 from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html, shortcut_order
 from deid_core.ui.resources import guard, model_at
-from deid_core.ui.review import ModelView, encoded_for, follow_model, model_view, uncertain_count
+from deid_core.ui.review import (
+    ModelView,
+    encoded_for,
+    follow_model,
+    hints_for,
+    model_view,
+    uncertain_count,
+)
 from deid_core.ui.session import flash
 
 ctx = guard("review")
@@ -80,7 +87,7 @@ def view_for(document: Document, prediction: repo.PredictionLayer | None) -> Mod
     A prediction stored by the active model is re-decoded live at the
     project's bias (so a bias change shows at once, with near misses); a
     prediction from elsewhere (an import, an older model) is shown as stored,
-    with the active model's near misses as hints.
+    with the active model's near misses and extra spans as hints.
     """
     live: ModelView | None = None
     mv = repo.active_model_version(ctx.engine, project.name)
@@ -92,8 +99,9 @@ def view_for(document: Document, prediction: repo.PredictionLayer | None) -> Mod
         except DeidError as exc:
             st.warning(f"The active model could not be used: {exc}")
     if prediction is not None and (live is None or prediction.model_version != live.model_version):
-        return ModelView(prediction.spans, live.near_misses if live else (), prediction.logprob,
-                         prediction.logprob_norm, prediction.model_version, prediction.bias)
+        return ModelView(prediction.spans, hints_for(prediction.spans, live) if live else (),
+                         prediction.logprob, prediction.logprob_norm, prediction.model_version,
+                         prediction.bias)
     if live is not None:
         return live
     return ModelView((), (), None, None, None, bias)
@@ -191,7 +199,8 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("PHI spans", len(edit.spans))
 m2.metric("Uncertain", uncertain_count(edit.spans, uncertain_below),
           help=f"Spans whose marginal probability is below {uncertain_below:.2f} (dashed red outline)")
-m3.metric("Possible misses", len(view.near_misses),
+open_hints = [n for n in view.near_misses if not any(n.overlaps(s) for s in edit.spans)]
+m3.metric("Possible misses", len(open_hints),
           help="Tokens the model left out with a non-trivial PHI probability (dotted underline)")
 m4.metric("Unsaved edits", "yes" if edit.dirty else "no")
 

@@ -85,3 +85,12 @@ def test_encoded_cache_tells_same_id_different_text_apart():
     encoded_for(cache, model, Document("d1", "one text"))
     encoded_for(cache, model, Document("d1", "another text"))
     assert model.encodes == 2
+
+
+def test_hints_for_a_stored_layer_include_the_live_models_extra_spans():
+    from deid_core.ui.review import hints_for
+
+    live = model_view(CountingModel(), "d1", -1.0)  # PATIENT 0..3, DATE 8..12, near miss 20..23
+    shown = [Span(0, 4, "PATIENT", "import")]
+    assert [(s.start, s.label) for s in hints_for(shown, live)] == [(8, "DATE"), (20, "CITY")]
+    assert hints_for(list(live.spans), live) == live.near_misses

@@ -91,3 +91,13 @@ def follow_model(state: EditState | None, model_spans: Sequence[Span], reviewed:
 
 def uncertain_count(spans: Sequence[Span], below: float) -> int:
     return sum(1 for s in spans if s.score < below)
+
+
+def hints_for(shown: Sequence[Span], live: ModelView) -> tuple[Span, ...]:
+    """Where to look when the layer shown is not the live model's (an import, an older model).
+
+    The live model's near misses, plus its own spans that the shown layer does
+    not cover: each is a possible miss, drawn with a dotted underline.
+    """
+    extra = [s for s in live.spans if not any(s.overlaps(p) for p in shown)]
+    return tuple(sorted([*live.near_misses, *extra], key=lambda s: (s.start, s.end)))
