@@ -28,6 +28,7 @@ from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from deid_core.decoder import (
     viterbi,
     viterbi_sweep,
 )
-from deid_core.errors import ModelError
+from deid_core.errors import ModelError, RuleError
 from deid_core.features import FeatureConfig, FeatureExtractor
 from deid_core.gazetteers import (
     Gazetteer,
@@ -52,8 +53,8 @@ from deid_core.gazetteers import (
     merge_gazetteers,
 )
 from deid_core.merge import merge_spans
-from deid_core.postprocess import PostFilter, apply_filters, load_filters
-from deid_core.rules import RuleSet, load_rules
+from deid_core.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
+from deid_core.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
 from deid_core.spans import Document, Span
 from deid_core.tagging import OUTSIDE, spans_to_tags, tags_to_spans
@@ -72,6 +73,8 @@ RULE_MAP_FILE = "rule_mapping.json"
 GAZETTEER_FILE = "gazetteer.json"
 TRAINING_FILE = "training.json"
 METRICS_FILE = "metrics.json"
+RULES_FILE = "rules.yaml"
+FILTERS_FILE = "filters.yaml"
 REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
 
 
@@ -314,6 +317,8 @@ class DeidModel:
         metrics: dict[str, Any] | None = None,
         version: str | None = None,
         weights: CRFWeights | None = None,
+        rules_text: str | None = None,
+        filters_text: str | None = None,
     ) -> None:
         self.lang = lang
         self.scheme = scheme
@@ -338,12 +343,22 @@ class DeidModel:
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
         self._scorer = EmissionScorer(weights, self.extractor.type_features)
-        self.rules: RuleSet | None = (
-            load_rules(lang, config.rules_path) if config.features.rules or rule_mapping else None
-        )
-        self.filters: list[PostFilter] = (
-            load_filters(lang, config.filters_path) if config.use_filters else []
-        )
+        # The rule and filter files are part of the model: the CRF learned weights
+        # for these rules' matches, so a later edit of the built-in files must not
+        # change what a trained model sees.
+        self.rules_text: str | None = None
+        self.rules: RuleSet | None = None
+        if config.features.rules or rule_mapping:
+            self.rules_text = rules_text if rules_text is not None else _data_text("rules", lang, config.rules_path)
+            self.rules = RuleSet.from_text(self.rules_text, origin=f"model {self.version} {RULES_FILE}")
+        self.filters_text: str | None = None
+        self.filters: list[PostFilter] = []
+        if config.use_filters:
+            self.filters_text = (
+                filters_text if filters_text is not None else _data_text("filters", lang, config.filters_path)
+            )
+            origin = f"model {self.version} {FILTERS_FILE}"
+            self.filters = filters_from_dict(load_yaml_text(self.filters_text, origin=origin), origin=origin)
 
     # -- prediction ---------------------------------------------------------------
 
@@ -493,8 +508,13 @@ class DeidModel:
         self.gazetteer.save(directory / GAZETTEER_FILE)
         dump(TRAINING_FILE, self.metadata)
         dump(METRICS_FILE, self.metrics)
+        optional = [METRICS_FILE]
+        for name, text in ((RULES_FILE, self.rules_text), (FILTERS_FILE, self.filters_text)):
+            if text is not None:
+                (directory / name).write_text(text, encoding="utf-8")
+                optional.append(name)
         files = {}
-        for name in (*REQUIRED_FILES, METRICS_FILE):
+        for name in (*REQUIRED_FILES, *optional):
             files[name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
         # The manifest goes last: a directory without it was never finished.
         dump(MANIFEST, {
@@ -540,6 +560,14 @@ class DeidModel:
             raise ModelError(f"{directory / RULE_MAP_FILE}: malformed rule mapping")
         metrics_file = directory / METRICS_FILE
         metrics = _read_json(metrics_file) if metrics_file.is_file() else {}
+        texts: dict[str, str | None] = {}
+        for name in (RULES_FILE, FILTERS_FILE):
+            if name in expected and not (directory / name).is_file():
+                raise ModelError(f"{directory / name}: missing from the model directory")
+            try:
+                texts[name] = (directory / name).read_text(encoding="utf-8") if name in expected else None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ModelError(f"{directory / name}: cannot read ({type(exc).__name__})") from exc
         return cls(
             crf_bytes=(directory / CRF_FILE).read_bytes(),
             lang=lang,
@@ -551,7 +579,21 @@ class DeidModel:
             metrics=metrics,
             version=str(manifest.get("version")),
             weights=read_weights(directory / CRF_FILE),
+            rules_text=texts[RULES_FILE],
+            filters_text=texts[FILTERS_FILE],
         )
+
+
+def _data_text(kind: str, lang: str, path: str | None) -> str:
+    """The YAML text of a rule or filter file: the user's ``path`` or the built-in one for ``lang``."""
+    if path is not None:
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RuleError(f"cannot read {kind} file: {exc.__class__.__name__}", path=str(path)) from None
+    # Validate the language the way the loaders do (a clear UnsupportedFormat).
+    (load_rules if kind == "rules" else load_filters)(lang)
+    return resources.files("deid_core").joinpath(f"data/{kind}/{lang}.yaml").read_text("utf-8")
 
 
 def _read_json(path: Path) -> Any:
@@ -618,7 +660,8 @@ def train_model(
         if i % 50 == 0:
             report("tokenising", 0.1 * i / len(docs))
 
-    rules = load_rules(lang, config.rules_path) if config.features.rules else None
+    rules_text = _data_text("rules", lang, config.rules_path) if config.features.rules else None
+    rules = RuleSet.from_text(rules_text, origin=config.rules_path or f"built-in {lang} rules") if rules_text else None
     rule_spans = [rules.find(d.text) if rules is not None else [] for d in docs]
     mapping, rule_stats = learn_rule_mapping(
         zip(rule_spans, (d.spans for d in docs)),
@@ -708,6 +751,7 @@ def train_model(
         rule_mapping=mapping,
         metadata=metadata,
         weights=weights,
+        rules_text=rules_text,
     )
     report("trained", 1.0)
     log.info("trained model %s on %d documents, %d tokens", model.version, n_docs, n_tokens)

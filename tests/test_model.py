@@ -191,6 +191,8 @@ def test_save_failure_leaves_nothing_half_written(trained, tmp_path, monkeypatch
         *[((lambda name: lambda d: (d / name).unlink())(n), n) for n in REQUIRED_FILES],
         (lambda d: (d / CRF_FILE).write_bytes((d / CRF_FILE).read_bytes()[:-8]), CRF_FILE),
         (lambda d: (d / "rule_mapping.json").write_text('{"mapping": {}}'), "rule_mapping.json"),
+        (lambda d: (d / "rules.yaml").unlink(), "rules.yaml"),
+        (lambda d: (d / "filters.yaml").write_text("filters: []\n"), "filters.yaml"),
     ],
 )
 def test_bad_model_directories(trained, tmp_path, damage, names: str) -> None:
@@ -323,3 +325,20 @@ def test_rule_spans_inside_longer_crf_spans_yield(rules, crf, kept) -> None:
     from deid_core.model import _uncovered_rules
 
     assert _uncovered_rules(rules, crf) == [rules[i] for i in kept]
+
+
+def test_model_keeps_its_own_rules_and_filters(trained, corpus, monkeypatch) -> None:
+    """A later edit of the built-in rule files must not change a trained model."""
+    import deid_core.model as model_module
+
+    model, path, _ = trained
+    assert (path / "rules.yaml").read_text(encoding="utf-8") == model.rules_text
+    assert (path / "filters.yaml").is_file()
+
+    def unavailable(kind, lang, p):  # noqa: ANN001
+        raise AssertionError("a saved model must not read the built-in files")
+
+    monkeypatch.setattr(model_module, "_data_text", unavailable)
+    again = DeidModel.load(path)
+    doc = corpus[1][2]
+    assert again.predict(doc).spans == model.predict(doc).spans
