@@ -53,6 +53,8 @@ KNOWN_HEADERS: dict[str, frozenset[str]] = {
 }
 
 _CLOSERS = {".", "?", "!", ":", ";"}
+_LPOS = tuple(f"lpos={k}" for k in range(5))
+_KVP = ("", "kvp=1", "kvp=2", "kvp=3", "kvp=4+")
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,7 @@ class FeatureExtractor:
     # -- context features ----------------------------------------------------
 
     def _line_info(self, tokens: Sequence[Token]) -> tuple[list[list[str]], list[str | None]]:
-        """Per token: line-position, header and "Key: value" features; and the section key."""
+        """Per token: line-position, header and "Key: value" features; and the section feature."""
         n = len(tokens)
         extras: list[list[str]] = [[] for _ in range(n)]
         section: list[str | None] = [None] * n
@@ -221,13 +223,15 @@ class FeatureExtractor:
             size = j - i
             is_header = self._is_header_line(words)
             if is_header:
-                current_section = "_".join(w.lower() for w in words if w.isalpha())[:40] or None
+                name = "_".join(w.lower() for w in words if w.isalpha())[:40]
+                current_section = f"sec={_clean(name)}" if name else None
             key: str | None = None
+            key_feats: tuple[str, str, str] = ("", "", "")
             key_pos = 0
             for k in range(size):
                 feats = extras[i + k]
                 if cfg.lines:
-                    feats.append(f"lpos={min(k, 4)}")
+                    feats.append(_LPOS[k] if k < 4 else _LPOS[4])
                     if k == size - 1:
                         feats.append("llast")
                 if cfg.headers:
@@ -240,17 +244,17 @@ class FeatureExtractor:
                         key, key_start = self._key_before(words, k)
                         key_pos = 0
                         if key is not None:
+                            key_feats = (f"kv={key}", f"kv1={key}", f"kv2={key}")
                             feats.append("kvcolon")
                             for b in range(key_start, k):
                                 extras[i + b].append("inkey")
                         continue
                     if key is not None:
                         key_pos += 1
-                        feats.append(f"kv={key}")
-                        pos = str(key_pos) if key_pos <= 3 else "4+"
-                        feats.append(f"kvp={pos}")
+                        feats.append(key_feats[0])
+                        feats.append(_KVP[key_pos] if key_pos <= 3 else _KVP[4])
                         if key_pos <= 2:
-                            feats.append(f"kv{pos}={key}")
+                            feats.append(key_feats[key_pos])
             i = j
         return extras, section
 
@@ -362,7 +366,7 @@ class FeatureExtractor:
         if cfg.headers:
             for k, sec in enumerate(sections):
                 if sec is not None:
-                    out[k].append(f"sec={sec}")
+                    out[k].append(sec)
         if rule_marks is not None:
             for k, marks in enumerate(rule_marks):
                 if marks:
