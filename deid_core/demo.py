@@ -106,7 +106,10 @@ def build_demo(
         project = repo.get_project(engine, PROJECT)
     except Exception:  # noqa: BLE001 - NotFound: first build
         project = repo.create_project(engine, PROJECT, lang="en", scheme="i2b2_2014",
-                                      settings={"bias": 0.0, "strategy": "least_confident"})
+                                      # no "strategy": that key means "the queue was scored by
+                                      # active learning" (Model page); unscored, the Queue page
+                                      # would default to an empty strategy order
+                                      settings={"bias": 0.0})
     gold, rest = notes[: cfg.n_gold], notes[cfg.n_gold :]
     if gold:
         repo.import_documents(engine, PROJECT, gold, annotations="gold", fmt="jsonl",
