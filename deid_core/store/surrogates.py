@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -65,33 +65,74 @@ def _conflict(entry: MappingEntry) -> MappingConflict:
     )
 
 
+_COLUMNS = ("key", "scope", "kind", "label", "surrogate")
+
+
+def _pg_chunk(session: Session, project_id: int, chunk: Sequence[MappingEntry]) -> tuple[int, dict[str, str]]:
+    """PostgreSQL: rows passed as five arrays and unnested, in key order.
+
+    A multi-row VALUES statement has 7 parameters per row, and psycopg parses
+    such long statements afresh on every call (about 2 of the 5 s for 17,000
+    entries); five array parameters keep the statement short and prepared.
+    The lookup joins with unnest too: on a freshly filled table (no statistics
+    yet) "key IN (500 parameters)" was planned as a filter over all the
+    project's rows, comparing each with every key (0.3 s per chunk).
+    """
+    arrays = [
+        bindparam(f"{c}s", [getattr(e, c) for e in chunk], type_=postgresql.ARRAY(String))
+        for c in _COLUMNS
+    ]
+    given = func.unnest(*arrays).table_valued(*_COLUMNS, with_ordinality="n").render_derived(name="given")
+    source = select(
+        bindparam("project_id", project_id), *(given.c[c] for c in _COLUMNS), bindparam("now", utcnow())
+    ).order_by(given.c.n)
+    stmt = (
+        postgresql.insert(_TABLE)
+        .from_select(["project_id", *_COLUMNS, "created_at"], source)
+        .on_conflict_do_nothing(index_elements=["project_id", "key"])
+        .returning(_TABLE.c.key)
+    )
+    inserted = len(session.execute(stmt).all())
+    keys = func.unnest(arrays[0]).table_valued("key").render_derived(name="wanted")
+    lookup = select(_TABLE.c.key, _TABLE.c.surrogate).join_from(
+        keys, _TABLE, (_TABLE.c.project_id == project_id) & (_TABLE.c.key == keys.c.key)
+    )
+    return inserted, dict(session.execute(lookup).all())
+
+
+def _sqlite_chunk(session: Session, project_id: int, chunk: Sequence[MappingEntry]) -> tuple[int, dict[str, str]]:
+    """SQLite: one cached INSERT run as executemany; the (project_id, key) index serves IN."""
+    now = utcnow()
+    stmt = (
+        sqlite.insert(_TABLE)
+        .on_conflict_do_nothing(index_elements=["project_id", "key"])
+        .returning(_TABLE.c.key)
+    )
+    rows = [{"project_id": project_id, "created_at": now, **{c: getattr(e, c) for c in _COLUMNS}} for e in chunk]
+    inserted = len(session.execute(stmt, rows).all())
+    lookup = select(_TABLE.c.key, _TABLE.c.surrogate).where(
+        _TABLE.c.project_id == project_id, _TABLE.c.key.in_([e.key for e in chunk])
+    )
+    return inserted, dict(session.execute(lookup).all())
+
+
 def _insert(session: Session, project_id: int, entries: Sequence[MappingEntry]) -> RecordResult:
-    """Insert inside the caller's transaction, then compare stored surrogates with ours."""
+    """Insert inside the caller's transaction, then compare stored surrogates with ours.
+
+    RETURNING counts the rows actually inserted (rowcount is -1 on psycopg here).
+    """
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
-        insert: Any = postgresql.insert
+        write_chunk: Any = _pg_chunk
     elif dialect == "sqlite":
-        insert = sqlite.insert
+        write_chunk = _sqlite_chunk
     else:  # pragma: no cover - the store supports these two
         raise NotImplementedError(f"surrogate mapping on {dialect}")
-    now = utcnow()
     inserted = 0
     for i in range(0, len(entries), _CHUNK):
         chunk = entries[i : i + _CHUNK]
-        rows = [
-            {"project_id": project_id, "key": e.key, "scope": e.scope, "kind": e.kind,
-             "label": e.label, "surrogate": e.surrogate, "created_at": now}
-            for e in chunk
-        ]
-        stmt = insert(_TABLE).values(rows).on_conflict_do_nothing(index_elements=["project_id", "key"])
-        inserted += session.execute(stmt).rowcount or 0
-        stored = dict(
-            session.execute(
-                select(_TABLE.c.key, _TABLE.c.surrogate).where(
-                    _TABLE.c.project_id == project_id, _TABLE.c.key.in_([e.key for e in chunk])
-                )
-            ).all()
-        )
+        n, stored = write_chunk(session, project_id, chunk)
+        inserted += n
         for e in chunk:
             # Surrogates copy the original's case and spacing: compare folded.
             if normalise(stored[e.key]) != normalise(e.surrogate):
