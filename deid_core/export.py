@@ -492,7 +492,11 @@ def export_project(
 def export_mapping_as(
     engine: Any, username: str, mapping: SurrogateMapping, path: str | os.PathLike[str]
 ) -> int:
-    """Write the surrogate mapping if ``username`` is an active admin in the store (audited)."""
+    """Write a given (e.g. in-memory) mapping if ``username`` is an active admin (audited).
+
+    A project's mapping in the database is exported with
+    ``store.surrogates.export_surrogate_mapping``, which also audits refusals.
+    """
     from deid_core.store.audit import record_event
     from deid_core.store.engine import write_session
     from deid_core.store.users import get_user

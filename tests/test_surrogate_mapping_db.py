@@ -378,3 +378,23 @@ def test_in_memory_mapping_still_works_with_export_project(store, tmp_path: Path
     result = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config(), mapping=mapping)
     assert len(mapping) == len({e.key for e in recordable_entries(result.documents, SECRET)}) > 0
     assert _rows(store) == []  # the caller chose where the mapping goes
+
+
+def test_a_failed_mapping_commit_removes_the_renamed_export(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from contextlib import contextmanager
+
+    _project(store)
+    real = DbSurrogateMapping(store, get_project(store, "p1").id)
+
+    class CommitFails(DbSurrogateMapping):
+        @contextmanager
+        def staged(self, entries):  # type: ignore[no-untyped-def,override]
+            with real.staged(entries) as record:
+                yield record
+                assert (tmp_path / "out" / "manifest.json").exists()  # renamed into place ...
+                raise OSError("connection lost at commit")  # ... then the commit fails
+
+    with pytest.raises(OSError, match="commit"):
+        export_project(store, "p1", tmp_path / "out", secret=SECRET, config=_config(),
+                       mapping=CommitFails(store, real.project_id))
+    assert not (tmp_path / "out").exists() and _rows(store) == []
