@@ -7,14 +7,12 @@ from datetime import datetime, timezone
 import streamlit as st
 
 from deid_core.errors import DeidError, LeakDetected
-from deid_core.export import FORMATS, ExportConfig, export_corpus
+from deid_core.export import FORMATS, ExportConfig, export_project
 from deid_core.operators import OperatorConfig, OperatorSpec
 from deid_core.schemes import load_scheme
-from deid_core.store.audit import record_event
-from deid_core.store.engine import write_session
 from deid_core.store.repository import status_counts
-from deid_core.surrogate_map import InMemorySurrogateMapping, export_mapping
-from deid_core.ui.exporting import data_dir, export_items, project_secret, zip_folder
+from deid_core.store.surrogates import export_surrogate_mapping
+from deid_core.ui.exporting import data_dir, project_secret, zip_folder
 from deid_core.ui.resources import guard
 
 ctx = guard("export")
@@ -55,19 +53,12 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
         ops = OperatorConfig(lang=project.lang, scheme=project.scheme, default=OperatorSpec(mode),
                              per_label=overrides)
         config = ExportConfig(ops, tuple(formats), include_unreviewed=include)
-        items = export_items(ctx.engine, project.name, include_unreviewed=include)
-        mapping = InMemorySurrogateMapping()
-        engine, actor = ctx.engine, ctx.user.username
-
-        def audit(summary: dict) -> None:
-            with write_session(engine) as s:
-                record_event(s, actor, "export", "project", project.id, project_id=project.id,
-                             after=summary)
-
-        result = export_corpus(
-            items, out, config=config, secret=project_secret(project.id), mapping=mapping,
-            confirm_unreviewed=confirm, project=project.name, actor=actor,
-            progress=lambda m, f: bar.progress(min(f, 1.0), text=m), audit=audit,
+        # Audit events, the project's surrogate mapping in the database and the
+        # all-or-nothing write all come with export_project.
+        result = export_project(
+            ctx.engine, project.name, out, secret=project_secret(project.id), config=config,
+            actor=ctx.user.username, confirm_unreviewed=confirm,
+            progress=lambda m, f: bar.progress(min(f, 1.0), text=m),
         )
     except LeakDetected as exc:
         bar.empty()
@@ -87,6 +78,6 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
                            key="exp_download")
         if with_mapping:
             path = result.path.parent / f"{result.path.name}.mapping.jsonl"
-            n = export_mapping(mapping, path, role=ctx.user.role)
+            n = export_surrogate_mapping(ctx.engine, project.name, ctx.user.username, path)
             st.download_button(f"Download the surrogate mapping ({n} entries)", path.read_bytes(),
                                file_name=path.name, key="exp_mapping_download")

@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import platformdirs
-from sqlalchemy.engine import Engine
-
-from deid_core.store import repository as repo
 
 Progress = Callable[[str, float], None]
 SECRET_BYTES = 32
@@ -30,38 +25,11 @@ def data_dir() -> Path:
     return Path(explicit) if explicit else platformdirs.user_data_path("deid-workbench")
 
 
-def project_secret(project_id: int, *, base: Path | None = None) -> bytes:
-    """The project's export secret, created (mode 0600) on first use."""
-    path = (base or data_dir()) / "secrets" / f"project-{project_id}.secret"
-    if path.is_file():
-        return bytes.fromhex(path.read_text("ascii").strip())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_bytes(SECRET_BYTES)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(value.hex() + "\n")
-    return value
+def project_secret(project_id: int) -> bytes:
+    """The project's export secret (created 0600 on first use), shared with the CLI's export."""
+    from deid_core.surrogate_map import default_secret_path, load_or_create_secret
 
-
-def export_items(engine: Engine, project: str, *, include_unreviewed: bool) -> list[Any]:
-    """Reviewed notes with their reviewers and model provenance; unreviewed ones on request."""
-    from deid_core.export import ExportItem
-
-    items = []
-    for doc in repo.reviewed_corpus(engine, project):
-        layers = repo.get_document(engine, int(doc.meta["db_id"]))
-        reviewers = tuple(sorted({a.author for a in layers.annotations if a.author}))
-        pred = layers.prediction
-        items.append(ExportItem(doc, True, doc.meta.get("patient_id"), reviewers,
-                                pred.model_version if pred else None, pred.bias if pred else None))
-    if include_unreviewed:
-        for db_id, doc in repo.unreviewed_documents(engine, project):
-            pred = repo.get_document(engine, db_id).prediction
-            items.append(ExportItem(doc.with_spans(pred.spans if pred else ()), False,
-                                    doc.meta.get("patient_id"), (),
-                                    pred.model_version if pred else None,
-                                    pred.bias if pred else None))
-    return items
+    return load_or_create_secret(default_secret_path(project_id))[0]
 
 
 def zip_folder(folder: Path) -> bytes:
