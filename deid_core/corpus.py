@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,25 +103,49 @@ def document_from_dict(
         )
         for i, s in enumerate(raw_spans)
     ]
-    keys = [s.key for s in spans]
-    if len(set(keys)) != len(keys):
-        seen: set[tuple[int, int, str]] = set()
-        for i, k in enumerate(keys):
-            if k in seen:
-                raise CorpusFormatError(
-                    f"duplicate span {k[0]}..{k[1]} ({k[2]})",
-                    path=path, line=line, doc_id=doc_id, span_index=i, offset=k[0],
-                )
-            seen.add(k)
-    if not allow_overlap:
-        pair = find_overlap(spans)
-        if pair is not None:
-            a, b = pair
-            raise CorpusFormatError(
-                f"spans {a.start}..{a.end} ({a.label}) and {b.start}..{b.end} ({b.label}) overlap",
-                path=path, line=line, doc_id=doc_id, span_index=spans.index(b), offset=b.start,
-            )
+    check_layer(spans, path=path, line=line, doc_id=doc_id, allow_overlap=allow_overlap)
     return Document(doc_id, text, tuple(sort_spans(spans)), meta)
+
+
+def check_layer(
+    spans: Sequence[Span],
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    doc_id: str | None = None,
+    span_lines: Sequence[int | None] | None = None,
+    allow_overlap: bool = False,
+) -> None:
+    """One annotation layer, one reading: duplicate spans and (unless allowed) overlaps are errors.
+
+    Every reader (JSONL, BRAT, i2b2 XML, CSV) checks its layer here. ``span_lines``
+    gives each span's own line where a format has one (a BRAT ``.ann`` line, an
+    i2b2 tag), so the error points at it; otherwise ``line`` is the document's.
+    """
+
+    def at(i: int) -> int | None:
+        return span_lines[i] if span_lines is not None else line
+
+    first: dict[tuple[int, int, str], int] = {}
+    for i, span in enumerate(spans):
+        if span.key in first:
+            where = f", first on line {at(first[span.key])}" if span_lines is not None else ""
+            raise CorpusFormatError(
+                f"duplicate span {span.start}..{span.end} ({span.label}){where}",
+                path=path, line=at(i), doc_id=doc_id, span_index=i, offset=span.start,
+            )
+        first[span.key] = i
+    if allow_overlap:
+        return
+    pair = find_overlap(spans)
+    if pair is not None:
+        a, b = pair
+        ia, ib = first[a.key], first[b.key]
+        lines = f" (lines {at(ia)} and {at(ib)})" if span_lines is not None else ""
+        raise CorpusFormatError(
+            f"spans {a.start}..{a.end} ({a.label}) and {b.start}..{b.end} ({b.label}) overlap{lines}",
+            path=path, line=at(ib), doc_id=doc_id, span_index=ib, offset=b.start,
+        )
 
 
 def document_to_dict(doc: Document, *, provenance: bool = True) -> dict[str, Any]:

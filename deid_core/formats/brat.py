@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from deid_core.corpus import atomic_write_text
+from deid_core.corpus import atomic_write_text, check_layer
 from deid_core.errors import CorpusFormatError
 from deid_core.formats._common import check_size, decode_utf8, safe_file_stem
-from deid_core.spans import Document, Span, find_overlap, sort_spans
+from deid_core.spans import Document, Span, sort_spans
 
 _T_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+(?: \d+)*(?:;\d+ \d+)*)(?:\t(.*))?$")
 _WS = re.compile(r"\s")
@@ -41,7 +41,7 @@ def parse_ann(
     allow_overlap: bool = False,
 ) -> list[Span]:
     spans: list[Span] = []
-    line_of: dict[tuple[int, int, str], int] = {}
+    span_lines: list[int] = []
     for lineno, line in enumerate(ann.split("\n"), start=1):
         line = line.rstrip("\r")
         if not line.strip() or not line.startswith("T"):
@@ -72,23 +72,9 @@ def parse_ann(
                 f"annotated text does not match the .txt at {start}..{end} ({label})",
                 path=path, line=lineno, doc_id=doc_id, offset=start,
             )
-        span = Span(start, end, label, source, 1.0)
-        if span.key in line_of:
-            raise CorpusFormatError(
-                f"duplicate span {start}..{end} ({label}), first on line {line_of[span.key]}",
-                path=path, line=lineno, doc_id=doc_id, offset=start,
-            )
-        line_of[span.key] = lineno
-        spans.append(span)
-    if not allow_overlap:
-        pair = find_overlap(spans)
-        if pair is not None:
-            a, b = pair
-            raise CorpusFormatError(
-                f"spans {a.start}..{a.end} ({a.label}) and {b.start}..{b.end} ({b.label}) overlap"
-                f" (lines {line_of[a.key]} and {line_of[b.key]})",
-                path=path, line=line_of[b.key], doc_id=doc_id, offset=b.start,
-            )
+        spans.append(Span(start, end, label, source, 1.0))
+        span_lines.append(lineno)
+    check_layer(spans, path=path, doc_id=doc_id, span_lines=span_lines, allow_overlap=allow_overlap)
     return sort_spans(spans)
 
 

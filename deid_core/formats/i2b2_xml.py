@@ -19,9 +19,10 @@ from typing import Any
 import defusedxml
 from defusedxml.ElementTree import DefusedXMLParser
 
+from deid_core.corpus import check_layer
 from deid_core.errors import CorpusFormatError
 from deid_core.formats._common import check_size, decode_utf8
-from deid_core.spans import Document, Span, find_overlap, sort_spans
+from deid_core.spans import Document, Span, sort_spans
 
 #: i2b2 2014 element name for each label (the scheme's category, spelled as i2b2 does).
 I2B2_CATEGORY = {
@@ -107,7 +108,7 @@ def read_i2b2_xml(
         raise CorpusFormatError("no <TEXT> element", path=where, doc_id=did)
     text = text_el.text or ""
     spans: list[Span] = []
-    line_of: dict[tuple[int, int, str], int | None] = {}
+    span_lines: list[int | None] = []
     tags = root.find("TAGS")
     for elem in list(tags) if tags is not None else []:
         line = lines.get(id(elem))
@@ -134,22 +135,9 @@ def read_i2b2_xml(
                 f"tag {tag_id} text does not match <TEXT> at {start}..{end} ({label})",
                 path=where, line=line, doc_id=did, offset=start,
             )
-        span = Span(start, end, label, source, 1.0)
-        if span.key in line_of:
-            raise CorpusFormatError(
-                f"tag {tag_id} duplicates span {start}..{end} ({label})",
-                path=where, line=line, doc_id=did, offset=start,
-            )
-        line_of[span.key] = line
-        spans.append(span)
-    if not allow_overlap:
-        pair = find_overlap(spans)
-        if pair is not None:
-            a, b = pair
-            raise CorpusFormatError(
-                f"spans {a.start}..{a.end} ({a.label}) and {b.start}..{b.end} ({b.label}) overlap",
-                path=where, line=line_of[b.key], doc_id=did, offset=b.start,
-            )
+        spans.append(Span(start, end, label, source, 1.0))
+        span_lines.append(line)
+    check_layer(spans, path=where, doc_id=did, span_lines=span_lines, allow_overlap=allow_overlap)
     return Document(did, text, tuple(sort_spans(spans)), {"source_file": p.name})
 
 
