@@ -8,7 +8,7 @@ from deid_core.store.repository import list_projects
 from deid_core.ui.resources import engine
 from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
 
-st.set_page_config(page_title="deid-workbench", page_icon=":material/shield_person:", layout="wide")
+st.set_page_config(page_title="deid-workbench", page_icon="🛡️", layout="wide")
 
 init_state(st.session_state)
 engine()  # upgrades the schema and creates the first admin before anyone signs in

@@ -8,10 +8,10 @@ import streamlit as st
 
 from deid_core.store import repository as repo
 from deid_core.ui.queue import (
-    QUEUE_ORDERS,
     claim_next_note,
     prediction_summaries,
     progress_numbers,
+    queue_orders,
     queue_table,
 )
 from deid_core.ui.resources import guard
@@ -24,10 +24,7 @@ counts = repo.status_counts(ctx.engine, project.name)
 reviewed, total = progress_numbers(counts)
 st.progress(reviewed / total if total else 0.0, text=f"{reviewed} of {total} notes reviewed")
 
-strategy = project.settings.get("strategy")
-orders = dict(QUEUE_ORDERS)
-if strategy:
-    orders = {f"strategy:{strategy}": f"Active learning: {strategy}", **orders}
+orders = queue_orders(ctx.engine, project)
 
 left, mid, right = st.columns([2, 2, 1])
 order = left.selectbox("Order", list(orders), format_func=orders.get, key="queue_order")

@@ -12,6 +12,7 @@ from deid_core.ui.queue import (
     claim_next_note,
     prediction_summaries,
     progress_numbers,
+    queue_orders,
     queue_table,
 )
 
@@ -67,3 +68,14 @@ def test_table_rows_and_progress(engine):
     assert all(t["PHI spans"] and t["model"] == "import" for t in table)
     assert table[0]["log P"] < table[-1]["log P"]
     assert progress_numbers({"new": 4, "reviewed": 2, "skipped": 1, "in_review": 0}) == (2, 7)
+
+
+def test_strategy_order_leads_only_once_it_has_scores(engine):
+    # A project whose strategy was chosen but never scored must not open on an empty queue.
+    repo.update_project_settings(engine, PROJECT, {"strategy": "entropy"})
+    orders = list(queue_orders(engine, repo.get_project(engine, PROJECT)))
+    assert orders[0] != "strategy:entropy" and "strategy:entropy" in orders
+    assert repo.review_queue(engine, PROJECT, order=orders[0], statuses=["new"])
+    ids = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
+    repo.set_queue_scores(engine, PROJECT, "entropy", {d: float(i) for i, d in enumerate(ids)})
+    assert list(queue_orders(engine, repo.get_project(engine, PROJECT)))[0] == "strategy:entropy"

@@ -9,6 +9,7 @@ slider move only re-runs the decoder, which is why ``Encoded`` exists.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -256,13 +257,19 @@ def curve_chart(points: Sequence[BiasPoint], current: BiasPoint | None = None) -
                      "precision": r["char_precision"], "recall": r["char_recall"]})
     frame = pd.DataFrame(rows)
     scale = alt.Scale(domain=[0, 1])
+
+    def zoom(values: Any) -> Any:
+        # Recall-first models live near the top right: zoom to the data, in 0.05 steps.
+        low = min(float(v) for v in values) if len(values) else 0.0
+        return alt.Scale(domain=[max(0.0, math.floor((low - 0.02) * 20) / 20), 1.0])
+
     colour = alt.Color("measure:N", title=None, legend=alt.Legend(orient="bottom"))
     pr = (
         alt.Chart(frame)
         .mark_line(point=True)
         .encode(
-            x=alt.X("recall:Q", scale=scale, title="recall"),
-            y=alt.Y("precision:Q", scale=scale, title="precision"),
+            x=alt.X("recall:Q", scale=zoom(frame["recall"]), title="recall"),
+            y=alt.Y("precision:Q", scale=zoom(frame["precision"]), title="precision"),
             color=colour,
             order="bias:Q",
             tooltip=["bias:Q", "measure:N", alt.Tooltip("precision:Q", format=".3f"),

@@ -73,12 +73,31 @@ def queue_table(rows: Sequence[QueueRow], summaries: dict[int, tuple[int, str]])
                 "PHI spans": n_spans,
                 "chars": r.n_chars,
                 "model": version,
-                "assigned to": r.assigned_to,
-                "last reviewer": r.updated_by if r.status == "reviewed" else None,
+                "assigned to": r.assigned_to or "",
+                "last reviewer": (r.updated_by or "") if r.status == "reviewed" else "",
                 "patient": r.patient_id,
             }
         )
     return out
+
+
+def queue_orders(engine: Engine, project: Any) -> dict[str, str]:
+    """The orders the Queue page offers, best first.
+
+    The project's active-learning order leads only once its strategy has scored
+    notes; before that it would list nothing, and a reviewer would open the app
+    on an empty queue.
+    """
+    orders = dict(QUEUE_ORDERS)
+    strategy = project.settings.get("strategy")
+    if not strategy:
+        return orders
+    key, label = f"strategy:{strategy}", f"Active learning: {strategy}"
+    scored = repo.review_queue(engine, project.name, order=key, statuses=["new", "in_review"], limit=1)
+    if scored:
+        return {key: label, **orders}
+    orders[key] = f"{label} (not scored yet)"
+    return orders
 
 
 def progress_numbers(counts: dict[str, int]) -> tuple[int, int]:
