@@ -403,6 +403,7 @@ def retrain_due(engine: Any, project: str) -> bool:
     versions = repo.list_model_versions(engine, project)
     if not versions:
         return should_retrain(n_reviewed, policy)
-    last = versions[-1]
-    seen = last.metrics.get("n_reviewed", last.n_train_docs)
+    # A model registered from outside the loop (a starter model) used none of
+    # this project's reviews, so its baseline is 0, not its training-set size.
+    seen = versions[-1].metrics.get("n_reviewed", 0)
     return should_retrain(n_reviewed - int(seen), policy)

@@ -215,3 +215,18 @@ def test_retrain_due_counts_reviews_since_the_latest_candidate(store) -> None:  
     repo.register_model_version(store, "al", version="v2", artifact_path="/nowhere",
                                 metrics={"n_reviewed": 7}, parent="v1", activate=False)
     assert not retrain_due(store, "al")
+
+
+def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # noqa: ANN001
+    from deid_core.registry import retrain_due
+    from deid_core.store import repository as repo
+
+    # The demo's starter model was trained on 300 notes outside the project; none of the
+    # project's reviews were used, so they all count towards the next retrain.
+    repo.create_project(store, "st", settings={"retrain_every": 3})
+    repo.register_model_version(store, "st", version="starter", artifact_path="/nowhere",
+                                n_train_docs=300, metrics={}, activate=True)
+    repo.import_documents(store, "st", [note(i) for i in range(2)], annotations="gold")
+    assert not retrain_due(store, "st")
+    repo.import_documents(store, "st", [note(i) for i in range(2, 3)], annotations="gold")
+    assert retrain_due(store, "st")

@@ -158,23 +158,16 @@ def order_queue_by_strategy(
     return n
 
 
-def new_reviewed_since_active(engine: Engine, project: str) -> int:
-    """Reviewed notes the active model was not trained on (all of them without a model)."""
-    reviewed = repo.status_counts(engine, project)["reviewed"]
-    active = repo.active_model_version(engine, project)
-    trained = len((active.metrics or {}).get("train_ids") or []) if active is not None else 0
-    return max(0, reviewed - trained)
-
-
 def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
     """Start a background retrain when the project's policy says it is due (after a save)."""
-    from deid_core.registry import RetrainPolicy, should_retrain
+    from deid_core.registry import retrain_due
     from deid_core.ui.jobs import get_job, start_job
 
-    info = repo.get_project(engine, project)
-    if not should_retrain(new_reviewed_since_active(engine, project),
-                          RetrainPolicy.from_settings(info.settings)):
+    # Counted from the latest candidate, accepted or rejected, so a rejected
+    # candidate does not trigger a retrain at every following save.
+    if not retrain_due(engine, project):
         return False
+    info = repo.get_project(engine, project)
     name = f"model:{info.id}"
     job = get_job(name)
     if job is not None and job.running:
