@@ -31,21 +31,25 @@ def main() -> None:
     ap.add_argument("--partition-size", type=int, default=1000)
     ap.add_argument("--train-notes", type=int, default=300)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--model", default=None, help="reuse a model directory instead of training one")
     args = ap.parse_args()
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="deid-bench-dask-"))
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    model = train_model(list(iter_notes(args.train_notes, seed=101)), lang="en",
-                        config=TrainConfig(max_iterations=100))
-    model_dir = work / "model"
-    model.save(model_dir)
+    if args.model:
+        model_dir = Path(args.model)
+    else:
+        model = train_model(list(iter_notes(args.train_notes, seed=101)), lang="en",
+                            config=TrainConfig(max_iterations=100))
+        model_dir = work / "model"
+        model.save(model_dir)
     train_s = time.perf_counter() - t0
     corpus = work / "notes.jsonl"
     write_jsonl(corpus, iter_notes(args.notes, seed=202))
     chars = corpus.stat().st_size
 
-    runs = {}
+    runs: dict[int, dict] = {}
     secret = secrets.token_hex(32)
     for workers in (1, 2):
         out = work / f"out-{workers}"
