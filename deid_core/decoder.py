@@ -178,6 +178,81 @@ def path_scores(
     return np.add.reduceat(token_scores + trans, starts)
 
 
+#: Memory bound of one batched Viterbi call in a sweep (emissions plus back-pointers).
+SWEEP_BATCH_BYTES = 64 * 1024 * 1024
+
+
+def sweep_paths(
+    sentences: Sequence[np.ndarray],
+    transitions: np.ndarray,
+    grid: Sequence[float],
+    o_index: int,
+    *,
+    batch_bytes: int | None = None,
+) -> list[list[np.ndarray]]:
+    """Viterbi paths of many sentences at every bias of the ascending ``grid``: ``[bias][sentence]``.
+
+    The best biased score of a sentence, ``max_y score(y) + b * n_O(y)``, is a
+    convex piecewise-linear function of ``b``. If the same path wins at two
+    biases it wins everywhere between them, so after decoding the two ends of
+    the grid only sentences whose paths differ are decoded again, at the
+    midpoint, recursively. Sentences are decoded together in batched calls
+    (the decoder's cost is mostly per call), at most ``batch_bytes`` at a time,
+    so one call can sweep a single note or a whole corpus. Results equal
+    ``viterbi`` at each bias (barring exact score ties).
+    """
+    n_labels = int(transitions.shape[0])
+    limit = SWEEP_BATCH_BYTES if batch_bytes is None else batch_bytes
+    paths: list[list[np.ndarray | None]] = [[None] * len(sentences) for _ in grid]
+
+    def decode(i: int, ids: list[int]) -> None:
+        ids = sorted(ids, key=lambda k: len(sentences[k]), reverse=True)
+        pos = 0
+        while pos < len(ids):
+            longest = max(1, len(sentences[ids[pos]]))
+            chunk = ids[pos : pos + max(1, limit // (longest * n_labels * 16))]
+            pos += len(chunk)
+            bounds, at = [], 0
+            for k in chunk:
+                bounds.append((at, at + len(sentences[k])))
+                at += len(sentences[k])
+            path, _ = viterbi(np.concatenate([sentences[k] for k in chunk]), bounds, transitions,
+                              bias=float(grid[i]), o_index=o_index)
+            for k, (a, b) in zip(chunk, bounds):
+                paths[i][k] = path[a:b]
+
+    everything = list(range(len(sentences)))
+    if sentences and len(grid):
+        decode(0, everything)
+        if len(grid) > 1:
+            decode(len(grid) - 1, everything)
+    stack = [(0, len(grid) - 1, everything)]
+    while stack:
+        lo, hi, ids = stack.pop()
+        if hi - lo <= 1 or not ids:
+            continue
+        differ = []
+        for k in ids:
+            left, right = paths[lo][k], paths[hi][k]
+            assert left is not None and right is not None
+            if np.array_equal(left, right):
+                for i in range(lo + 1, hi):
+                    paths[i][k] = left
+            else:
+                differ.append(k)
+        if differ:
+            mid = (lo + hi) // 2
+            decode(mid, differ)
+            stack.append((lo, mid, differ))
+            stack.append((mid, hi, differ))
+    out: list[list[np.ndarray]] = []
+    for row in paths:
+        done = [p for p in row if p is not None]
+        assert len(done) == len(row), "every sentence has a path at every bias"
+        out.append(done)
+    return out
+
+
 def viterbi_sweep(
     emissions: np.ndarray,
     bounds: Bounds,
@@ -185,62 +260,16 @@ def viterbi_sweep(
     biases: Sequence[float],
     o_index: int,
 ) -> list[np.ndarray]:
-    """Viterbi paths at many biases, decoding each sentence only where its path can change.
-
-    The best biased score of a sentence, ``max_y score(y) + b * n_O(y)``, is a
-    convex piecewise-linear function of ``b``. If the same path wins at two
-    biases it wins everywhere between them, so after decoding the two ends
-    of the grid, only sentences whose paths differ are decoded again, at the
-    midpoint, recursively. Results equal ``viterbi`` at each bias (barring
-    exact score ties).
-    """
+    """Viterbi paths of one sequence set at many biases (in the order given); see ``sweep_paths``."""
     _check(emissions, bounds)
     order = sorted(range(len(biases)), key=lambda i: biases[i])
     grid = [float(biases[i]) for i in order]
-    n_sent = len(bounds)
     if not grid:
         return []
-    paths: list[list[np.ndarray | None]] = [[None] * n_sent for _ in grid]
-
-    def decode(i: int, sentences: list[int]) -> None:
-        sub_bounds, pos = [], 0
-        for s in sentences:
-            a, b = bounds[s]
-            sub_bounds.append((pos, pos + b - a))
-            pos += b - a
-        sub = np.concatenate([emissions[bounds[s][0] : bounds[s][1]] for s in sentences])
-        path, _ = viterbi(sub, sub_bounds, transitions, bias=grid[i], o_index=o_index)
-        for s, (a, b) in zip(sentences, sub_bounds):
-            paths[i][s] = path[a:b]
-
-    everything = list(range(n_sent))
-    if n_sent:
-        decode(0, everything)
-        if len(grid) > 1:
-            decode(len(grid) - 1, everything)
-    stack = [(0, len(grid) - 1, everything)]
-    while stack:
-        lo, hi, sentences = stack.pop()
-        if hi - lo <= 1 or not sentences:
-            continue
-        differ = []
-        for s in sentences:
-            left, right = paths[lo][s], paths[hi][s]
-            assert left is not None and right is not None
-            if np.array_equal(left, right):
-                for i in range(lo + 1, hi):
-                    paths[i][s] = left
-            else:
-                differ.append(s)
-        if differ:
-            mid = (lo + hi) // 2
-            decode(mid, differ)
-            stack.append((lo, mid, differ))
-            stack.append((mid, hi, differ))
+    rows = sweep_paths([emissions[a:b] for a, b in bounds], transitions, grid, o_index)
     out: list[np.ndarray] = [np.zeros(0, dtype=np.intp)] * len(grid)
     for rank, i in enumerate(order):
-        row = paths[rank]
-        out[i] = np.concatenate([p for p in row if p is not None]) if n_sent else np.zeros(0, dtype=np.intp)
+        out[i] = np.concatenate(rows[rank]) if bounds else np.zeros(0, dtype=np.intp)
     return out
 
 

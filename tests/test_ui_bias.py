@@ -95,10 +95,10 @@ def test_pairs_must_match():
 
 
 def test_sweep_equals_decoding_each_bias_on_a_real_model(monkeypatch):
+    from deid_core import decoder
     from deid_core.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.synthetic import generate_notes
-    from deid_core.ui import bias
     from deid_core.ui.bias import corpus_sweep_spans, sweep_spans
 
     model = train_model(generate_notes(10, seed=3), lang="en", scheme=load_scheme("i2b2_2014"),
@@ -110,5 +110,5 @@ def test_sweep_equals_decoding_each_bias_on_a_real_model(monkeypatch):
     assert corpus_sweep_spans(model, encoded, grid) == expected
     shuffled = [grid[3], grid[0], grid[-1]]  # any order of biases
     assert sweep_spans(model, encoded[0], shuffled) == [expected[0][3], expected[0][0], expected[0][-1]]
-    monkeypatch.setattr(bias, "BATCH_BYTES", 1)  # one sentence per batched call
+    monkeypatch.setattr(decoder, "SWEEP_BATCH_BYTES", 1)  # one sentence per batched call
     assert corpus_sweep_spans(model, encoded, grid) == expected

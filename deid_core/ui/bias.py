@@ -83,71 +83,21 @@ def metrics_at_bias(
 
 
 #: Memory for one batched Viterbi call (padded scores and back-pointers), in bytes.
-BATCH_BYTES = 64 * 1024 * 1024
 
 
 def _batched_paths(model: Any, encoded: Sequence[Any], grid: Sequence[float]) -> list[list[Any]]:
     """Viterbi paths of every note at every bias of the sorted ``grid``: ``[note][bias]``.
 
-    The engine's sweep argument, applied to the whole set of notes at once: a
-    sentence's best biased score is convex and piecewise linear in the bias,
-    so a path that wins at two biases wins everywhere between them. All
-    sentences of all notes are decoded at the two ends of the grid in a few
-    batched calls; only sentences whose paths differ are decoded again at the
-    midpoint, recursively. Batching across notes is what makes it fast: the
-    decoder's cost is mostly per call, not per sentence.
+    All sentences of all notes go through the engine's sweep together:
+    batching across notes is what makes the curve fast.
     """
     import numpy as np
 
-    from deid_core.decoder import viterbi
+    from deid_core.decoder import sweep_paths
 
-    transitions = model.weights.transitions
-    o_index = model.o_index
     sents = [(n, a, b) for n, e in enumerate(encoded) for a, b in e.sentences]
-    paths: list[list[Any]] = [[None] * len(sents) for _ in grid]
-    n_labels = int(transitions.shape[0])
-
-    def decode(i: int, ids: list[int]) -> None:
-        ids = sorted(ids, key=lambda k: sents[k][2] - sents[k][1], reverse=True)
-        pos = 0
-        while pos < len(ids):
-            longest = max(1, sents[ids[pos]][2] - sents[ids[pos]][1])
-            rows = max(1, BATCH_BYTES // (longest * n_labels * 16))
-            chunk = ids[pos : pos + rows]
-            pos += len(chunk)
-            parts, bounds, at = [], [], 0
-            for k in chunk:
-                n, a, b = sents[k]
-                parts.append(encoded[n].emissions[a:b])
-                bounds.append((at, at + b - a))
-                at += b - a
-            path, _ = viterbi(np.concatenate(parts), bounds, transitions,
-                              bias=float(grid[i]), o_index=o_index)
-            for k, (a, b) in zip(chunk, bounds):
-                paths[i][k] = path[a:b]
-
-    everything = list(range(len(sents)))
-    if sents:
-        decode(0, everything)
-        if len(grid) > 1:
-            decode(len(grid) - 1, everything)
-    stack = [(0, len(grid) - 1, everything)]
-    while stack:
-        lo, hi, ids = stack.pop()
-        if hi - lo <= 1 or not ids:
-            continue
-        differ = []
-        for k in ids:
-            if np.array_equal(paths[lo][k], paths[hi][k]):
-                for i in range(lo + 1, hi):
-                    paths[i][k] = paths[lo][k]
-            else:
-                differ.append(k)
-        if differ:
-            mid = (lo + hi) // 2
-            decode(mid, differ)
-            stack.append((lo, mid, differ))
-            stack.append((mid, hi, differ))
+    views = [encoded[n].emissions[a:b] for n, a, b in sents]
+    paths = sweep_paths(views, model.weights.transitions, grid, model.o_index)
     by_note: list[list[int]] = [[] for _ in encoded]
     for k, (n, _a, _b) in enumerate(sents):
         by_note[n].append(k)
