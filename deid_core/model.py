@@ -82,13 +82,14 @@ REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER
 class TrainConfig:
     """Everything that shapes a model. Defaults come from ``bench/engine_hparam_search.py``."""
 
-    algorithm: str = "lbfgs"
-    c1: float = 0.05
-    c2: float = 0.01
-    max_iterations: int = 50
-    min_freq: int = 1
-    all_possible_transitions: bool = True
-    epsilon: float = 1e-4
+    # CRFsuite settings: the defaults live once, in ``CRFParams``.
+    algorithm: str = CRFParams.algorithm
+    c1: float = CRFParams.c1
+    c2: float = CRFParams.c2
+    max_iterations: int = CRFParams.max_iterations
+    min_freq: int = CRFParams.min_freq
+    all_possible_transitions: bool = CRFParams.all_possible_transitions
+    epsilon: float = CRFParams.epsilon
     features: FeatureConfig = field(default_factory=FeatureConfig)
     gazetteer_min_count: int = 2
     gazetteer_min_precision: float = 0.5
@@ -109,15 +110,7 @@ class TrainConfig:
     seed: int = 0
 
     def crf_params(self) -> CRFParams:
-        return CRFParams(
-            algorithm=self.algorithm,
-            c1=self.c1,
-            c2=self.c2,
-            max_iterations=self.max_iterations,
-            min_freq=self.min_freq,
-            all_possible_transitions=self.all_possible_transitions,
-            epsilon=self.epsilon,
-        )
+        return CRFParams(**{f.name: getattr(self, f.name) for f in fields(CRFParams)})
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
