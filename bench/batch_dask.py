@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deid_core.batch import BatchSettings, run_batch  # noqa: E402
+from deid_core.batch import BatchSettings, read_output, run_batch  # noqa: E402
 from deid_core.corpus import write_jsonl  # noqa: E402
 from deid_core.model import TrainConfig, train_model  # noqa: E402
 from deid_core.synthetic import iter_notes  # noqa: E402
@@ -64,6 +64,14 @@ def main() -> None:
             "worker_peak_rss_mb": summary.worker_peak_rss_mb,
             "model_loads": summary.model_loads,
         }
+    # The two runs must give the same bytes: compare every record and the rejects.
+    one, two = (read_output(work / f"out-{w}") for w in (1, 2))
+    differing = sum(1 for a, b in zip(one, two) if a != b) + abs(len(one) - len(two))
+
+    def rejects(w: int) -> list[str]:
+        return sorted(line for p in (work / f"out-{w}" / "rejects").glob("*.jsonl")
+                      for line in p.read_text("utf-8").splitlines())
+
     speedup = runs[2]["docs_per_second"] / runs[1]["docs_per_second"]
     per_core = runs[1]["docs_per_second"]
     # Projection: 64 single-threaded workers at the measured per-core rate times the
@@ -76,6 +84,8 @@ def main() -> None:
         "partition_size": args.partition_size,
         "starter_model_train_seconds": round(train_s, 1),
         "runs": runs,
+        "outputs_identical": differing == 0 and rejects(1) == rejects(2),
+        "records_differing": differing,
         "speedup_2_vs_1": round(speedup, 3),
         "scaling_efficiency": round(efficiency, 3),
         "target_speedup": 1.7,
@@ -85,6 +95,7 @@ def main() -> None:
             "assumes": "64 one-thread workers at the measured per-core rate and the measured 2-worker efficiency",
         },
         "cpu_count": os.cpu_count(),
+        "load_average": os.getloadavg(),
         "workdir": str(work),
     }, indent=1))
 

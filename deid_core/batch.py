@@ -35,6 +35,7 @@ from typing import Any
 from deid_core.corpus import atomic_write_text, document_from_dict
 from deid_core.deidentify import Deidentifier
 from deid_core.errors import CorpusFormatError, DeidError
+from deid_core.model import freeze_loaded_heap
 from deid_core.operators import patient_key_from_meta
 from deid_core.spans import Document
 
@@ -298,6 +299,7 @@ def _processor(settings: BatchSettings) -> Deidentifier:
         )
         _PROCESSORS[key] = proc
         _LOADS[_load_key(key)] += 1
+        freeze_loaded_heap()
     return proc
 
 

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from deid_core.crf import CRFWeights
+from deid_core.features import BOS, EOS
 
 Bounds = Sequence[tuple[int, int]]
 
@@ -317,22 +318,32 @@ class EmissionScorer:
     A token's score is the sum of the state weights of its attributes. Most
     attributes depend only on ``(offset, word)`` (see
     ``deid_core.features``), so their summed weight vector is computed once
-    per word type and offset and kept in a table; a token then costs one
-    table row per window offset plus its few context attributes.
+    per word type, for every window offset at once, and kept in a table: word
+    ``w`` owns rows ``base(w) + j`` for offset ``offsets[j]``. A note then
+    costs one dictionary lookup per token, a few array gathers, and its
+    context attributes.
     """
 
     #: Keep the state weights dense when this small (L1-pruned models usually are).
     DENSE_LIMIT = 8_000_000
 
-    def __init__(self, weights: CRFWeights, type_features: Callable[[int, str], list[str]]) -> None:
+    def __init__(
+        self,
+        weights: CRFWeights,
+        type_features: Callable[[int, str], Sequence[str]],
+        offsets: Sequence[int] = (0,),
+        edges: tuple[str, str] = (BOS, EOS),
+    ) -> None:
         self.ids = {a: i for i, a in enumerate(weights.attributes)}
         n_attrs, self.n_labels = weights.state.shape
         self.state: np.ndarray | sp.csr_matrix = (
             weights.state.toarray() if n_attrs * self.n_labels <= self.DENSE_LIMIT else weights.state
         )
         self.type_features = type_features
+        self.offsets = tuple(offsets)
+        self.bos, self.eos = edges  # the words seen past a sentence's edges
         self.max_rows = 1_000_000
-        self._rows: dict[int, dict[str, int]] = {}
+        self._base: dict[str, int] = {}
         self._n_rows = 0
         self._table = np.zeros((1024, self.n_labels))
         # One model may serve several Streamlit sessions (st.cache_resource): the
@@ -355,48 +366,68 @@ class EmissionScorer:
         product = self._indicator(attr_lists) @ self.state
         return product if isinstance(product, np.ndarray) else np.asarray(product.todense())
 
-    def _add_rows(self, offset: int, words: list[str]) -> dict[str, int]:
-        if self._n_rows + len(words) > self.max_rows:
-            self._rows.clear()  # bound memory on endless vocabularies
-            self._n_rows = 0
-        vectors = self._scores([self.type_features(offset, w) for w in words])
+    def _add_words(self, words: list[str]) -> None:
+        """Compute and store the rows of ``words`` (not yet in the table) at every offset."""
+        width = len(self.offsets)
+        vectors = self._scores([self.type_features(off, w) for w in words for off in self.offsets])
         first = self._n_rows
-        need = first + len(words)
+        need = first + len(words) * width
         if need > self._table.shape[0]:
             grown = np.zeros((max(need, 2 * self._table.shape[0]), self.n_labels))
             grown[:first] = self._table[:first]
             self._table = grown
         self._table[first:need] = vectors
-        rows = self._rows.setdefault(offset, {})
-        for j, w in enumerate(words):
-            rows[w] = first + j
+        base = self._base
+        for k, w in enumerate(words):
+            base[w] = first + k * width
         self._n_rows = need
-        return rows
+
+    def _word_bases(self, words: Sequence[str]) -> np.ndarray:
+        """Base row of every token's word (plus the two edge words at the end)."""
+        base = self._base
+        keys = [*words, self.bos, self.eos]
+        rows = [base.get(w, -1) for w in keys]
+        if -1 in rows:
+            missing = list(dict.fromkeys(w for w, r in zip(keys, rows) if r == -1))
+            if self._n_rows + len(missing) * len(self.offsets) > self.max_rows:
+                # Bound memory on endless vocabularies: start over with this note's words.
+                base.clear()
+                self._n_rows = 0
+                missing = list(dict.fromkeys(keys))
+            self._add_words(missing)
+            rows = [base[w] for w in keys]
+        return np.asarray(rows, dtype=np.int64)
 
     def emissions(
         self,
-        offsets: Sequence[int],
-        window_words: Sequence[Sequence[str]],
+        words: Sequence[str],
+        sentences: Bounds,
         context: Sequence[Sequence[str]],
     ) -> np.ndarray:
-        """``(tokens, labels)`` scores from ``FeatureExtractor.window_words``/``context_features``."""
-        out = np.array(self._scores(context), dtype=np.float64)
-        if not len(context):
-            return out
-        with self._lock:
-            return self._add_type_rows(out, offsets, window_words)
+        """``(tokens, labels)`` scores of a note's ``words``, ``sentences`` giving the window's edges.
 
-    def _add_type_rows(
-        self, out: np.ndarray, offsets: Sequence[int], window_words: Sequence[Sequence[str]]
-    ) -> np.ndarray:
-        for off, words in zip(offsets, window_words):
-            rows = self._rows.get(off, {})
-            idx = [rows.get(w, -1) for w in words]
-            if -1 in idx:
-                missing = list(dict.fromkeys(w for w, i in zip(words, idx) if i == -1))
-                if self._n_rows + len(missing) > self.max_rows:
-                    missing = list(dict.fromkeys(words))  # the table is about to be reset
-                rows = self._add_rows(off, missing)
-                idx = [rows[w] for w in words]
-            out += self._table[np.asarray(idx, dtype=np.int64)]
+        ``context`` holds each token's attributes that are not type features
+        (``FeatureExtractor.context_features``).
+        """
+        out = np.array(self._scores(context), dtype=np.float64)
+        n = len(words)
+        if not n:
+            return out
+        sentence_start = np.empty(n, dtype=np.int64)
+        sentence_end = np.empty(n, dtype=np.int64)
+        for a, b in sentences:
+            sentence_start[a:b] = a
+            sentence_end[a:b] = b
+        position = np.arange(n)
+        with self._lock:
+            rows = self._word_bases(words)
+            bos, eos = rows[n], rows[n + 1]
+            for j, off in enumerate(self.offsets):
+                if off == 0:
+                    at = rows[:n]
+                else:
+                    seen = position + off
+                    inside = (seen >= sentence_start) & (seen < sentence_end)
+                    at = np.where(inside, rows[np.clip(seen, 0, n - 1)], bos if off < 0 else eos)
+                out += self._table[at + j]
         return out

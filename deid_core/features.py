@@ -159,17 +159,21 @@ class FeatureExtractor:
     # -- type features -------------------------------------------------------
 
     def type_features(self, offset: int, word: str) -> list[str]:
-        """Features of ``word`` seen at ``offset`` from the current token (cached)."""
+        """Features of ``word`` seen at ``offset`` from the current token (cached, for training).
+
+        Tagging does not need this cache: ``EmissionScorer`` keeps the summed
+        weights of each word instead and calls ``compute_type_features`` once.
+        """
         key = (offset, word)
         cached = self._type_cache.get(key)
         if cached is not None:
             return cached
-        feats = self._compute_type_features(offset, word)
+        feats = self.compute_type_features(offset, word)
         if len(self._type_cache) < 2_000_000:
             self._type_cache[key] = feats
         return feats
 
-    def _compute_type_features(self, offset: int, word: str) -> list[str]:
+    def compute_type_features(self, offset: int, word: str) -> list[str]:
         p = f"{offset}:"
         if word in (BOS, EOS):
             return [p + ("BOS" if word == BOS else "EOS")]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import spacy
 from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex
@@ -45,8 +46,9 @@ _ABBREVIATIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """One token; a named tuple because a note has hundreds and a frozen dataclass is slow to build."""
+
     text: str
     start: int
     end: int

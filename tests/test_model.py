@@ -278,7 +278,7 @@ def test_config_round_trip_and_switches(corpus) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("sentence", 3), ("line", 2)],
+    [("sentence", 3), ("line", 2), ("note", 1)],
 )
 def test_sequence_bounds(mode: str, expected: int) -> None:
     from deid_core.model import sequence_bounds

@@ -166,10 +166,11 @@ def _without_examples(result: dict[str, Any]) -> dict[str, Any]:
 
 def run_predict(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl, write_jsonl
-    from deid_core.model import DeidModel
+    from deid_core.model import DeidModel, freeze_loaded_heap
 
     model = DeidModel.load(args.model)
     docs = read_jsonl(args.input, allow_overlap=True)
+    freeze_loaded_heap()
     preds = model.predict_many(docs, bias=args.bias, progress=True)
     write_jsonl(args.output, [p.to_document(d) for p, d in zip(preds, docs)])
     n_spans = sum(len(p.spans) for p in preds)

@@ -124,6 +124,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
     from deid_core.corpus import atomic_write_text, iter_jsonl
     from deid_core.deidentify import Deidentifier
     from deid_core.leakcheck import LeakReport, check_deidentified
+    from deid_core.model import freeze_loaded_heap
     from deid_core.operators import patient_key_from_meta
 
     secret, secret_path, created = secret_for(args.output, args.secret_file)
@@ -131,6 +132,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
     proc = Deidentifier.from_model_dir(
         args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args)
     )
+    freeze_loaded_heap()
     if created:
         print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
     total = LeakReport([], 0, 0, {}, args.leak_scope)
