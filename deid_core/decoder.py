@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -94,8 +95,8 @@ def _viterbi_kernel(
 
 @njit(cache=True, nogil=True)
 def _forward_backward_kernel(
-    emissions: np.ndarray, starts: np.ndarray, exp_trans: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+    emissions: np.ndarray, starts: np.ndarray, exp_trans: np.ndarray, parts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     n, n_labels = emissions.shape
     n_sent = starts.shape[0]
     expv = np.empty((n, n_labels))
@@ -161,7 +162,20 @@ def _forward_backward_kernel(
         if total != 0.0:
             for j in range(n_labels):
                 marg[t, j] /= total
-    return marg, log_z
+    # What a part's log-probability needs (see part_logprobs): the log of the
+    # normalised forward vector at its first token and of the normalised
+    # backward vector at its last token, and every step's log normaliser.
+    n_parts = parts.shape[0]
+    heads = np.empty((n_parts, n_labels))
+    tails = np.empty((n_parts, n_labels))
+    for p in range(n_parts):
+        first = parts[p]
+        last = (parts[p + 1] if p + 1 < n_parts else n) - 1
+        for j in range(n_labels):
+            heads[p, j] = np.log(alpha[first, j])
+            tails[p, j] = np.log(beta[last, j])
+    step = np.log(scale) + shift
+    return marg, log_z, heads, tails, step
 
 
 def viterbi(
@@ -192,13 +206,70 @@ def forward_backward(
     after subtracting each token's largest emission, so nothing overflows and
     ``log Z`` is recovered from the scale factors.
     """
+    marginals, log_z, _ = forward_backward_parts(emissions, bounds, transitions, bounds)
+    return marginals, log_z
+
+
+@dataclass(frozen=True)
+class PartTerms:
+    """What ``log P(labels of a part | note)`` needs besides the path (``part_logprobs``).
+
+    A part is a run of tokens inside one CRF sequence, e.g. a sentence of a
+    note decoded as one sequence.
+    """
+
+    bounds: tuple[tuple[int, int], ...]
+    heads: np.ndarray  # (parts, labels): log normalised forward vector at each part's first token
+    tails: np.ndarray  # (parts, labels): log normalised backward vector at each part's last token
+    step: np.ndarray  # (tokens,): log normaliser of each forward step (log scale + shift)
+
+
+def forward_backward_parts(
+    emissions: np.ndarray, bounds: Bounds, transitions: np.ndarray, parts: Bounds
+) -> tuple[np.ndarray, np.ndarray, PartTerms]:
+    """``forward_backward`` plus the terms for the log-probability of each of ``parts``.
+
+    ``parts`` tile the tokens and never cross a sequence boundary (sentences
+    do not cross lines, and lines do not cross notes).
+    """
     _check(emissions, bounds)
+    _check(emissions, parts)
     n_labels = emissions.shape[1] if emissions.ndim == 2 else 0
     if not bounds:
-        return np.zeros((0, n_labels)), np.zeros(0)
-    return _forward_backward_kernel(
+        empty = np.zeros((0, n_labels))
+        return empty, np.zeros(0), PartTerms((), empty, empty, np.zeros(0))
+    part_starts = _starts(parts)
+    if not set(_starts(bounds).tolist()) <= set(part_starts.tolist()):
+        raise ValueError("parts must not cross a sequence boundary")
+    marginals, log_z, heads, tails, step = _forward_backward_kernel(
         np.ascontiguousarray(emissions, dtype=np.float64), _starts(bounds),
-        np.exp(np.asarray(transitions, dtype=np.float64)),
+        np.exp(np.asarray(transitions, dtype=np.float64)), part_starts,
+    )
+    return marginals, log_z, PartTerms(tuple((int(a), int(b)) for a, b in parts), heads, tails, step)
+
+
+def part_logprobs(
+    terms: PartTerms, emissions: np.ndarray, transitions: np.ndarray, path: np.ndarray
+) -> np.ndarray:
+    """``log P(path[a:b] | note)`` for every part ``(a, b)``: the labels of a part, whatever the rest.
+
+    The forward vector at ``a`` sums over every labelling before the part, the
+    backward vector at ``b - 1`` over every labelling after it; both are kept
+    normalised, so the steps' normalisers inside the part are subtracted. When
+    a part is a whole sequence this is ``score(path) - log Z``.
+    """
+    n = emissions.shape[0]
+    if n == 0 or not terms.bounds:
+        return np.zeros(len(terms.bounds))
+    inside = np.zeros(n)
+    inside[1:] = transitions[path[:-1], path[1:]] + emissions[np.arange(1, n), path[1:]] - terms.step[1:]
+    cumulative = np.cumsum(inside)
+    firsts = np.array([a for a, _ in terms.bounds], dtype=np.int64)
+    lasts = np.array([b - 1 for _, b in terms.bounds], dtype=np.int64)
+    rows = np.arange(len(firsts))
+    return (
+        terms.heads[rows, path[firsts]] + terms.tails[rows, path[lasts]]
+        + cumulative[lasts] - cumulative[firsts]
     )
 
 

@@ -39,7 +39,9 @@ import yaml
 from deid_core.crf import CRFParams, CRFWeights, read_weights, train_crf
 from deid_core.decoder import (
     EmissionScorer,
-    forward_backward,
+    PartTerms,
+    forward_backward_parts,
+    part_logprobs,
     path_scores,
     viterbi,
     viterbi_sweep,
@@ -107,7 +109,7 @@ class TrainConfig:
     #: cuts a span in two) or "note" (the whole note: transitions carry
     #: across line breaks, for PHI written over several lines). Features use
     #: sentences either way.
-    sequence: str = "line"
+    sequence: str = "note"
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0
@@ -147,16 +149,20 @@ class Encoded:
     sentences: tuple[tuple[int, int], ...]  # the CRF sequences (see TrainConfig.sequence)
     emissions: np.ndarray  # (n_tokens, n_tags), unbiased
     marginals: np.ndarray  # (n_tokens, n_tags), unbiased
-    log_z: np.ndarray  # (n_sentences,)
+    log_z: np.ndarray  # (n_sequences,)
     rule_spans: tuple[Span, ...]  # matches of rules mapped to a scheme label, ready to merge
+    parts: PartTerms  # for log P(labels of each tokenizer sentence | note)
 
 
 @dataclass(frozen=True)
 class Prediction:
     doc_id: str
     spans: tuple[Span, ...]
-    logprob: float  # log P(y*|x) of the document: the sum over sentences
+    logprob: float  # log P(y*|x) of the document: the sum over its CRF sequences
     logprob_per_token: float
+    # Per tokenizer sentence, log P(its labels in y* | x): the sentence's own
+    # confidence even when the CRF decodes whole lines or notes. They add up to
+    # ``logprob`` only when every sentence is its own CRF sequence.
     sentence_logprobs: tuple[float, ...]
     n_tokens: int
     tokens: tuple[Token, ...]
@@ -374,14 +380,17 @@ class DeidModel:
         n_tags = len(self.tag_names)
         if not tok.tokens:
             empty = np.zeros((0, n_tags))
-            return Encoded(doc.id, doc.text, (), (), empty, empty, np.zeros(0), mapped)
+            no_parts = PartTerms((), empty, empty, np.zeros(0))
+            return Encoded(doc.id, doc.text, (), (), empty, empty, np.zeros(0), mapped, no_parts)
         fx = self.extractor
         emissions = self._scorer.emissions(
             [t.text for t in tok.tokens], tok.sentences, fx.context_features(tok, raw_rules)
         )
         seqs = sequence_bounds(tok, self.config.sequence)
-        marginals, log_z = forward_backward(emissions, seqs, self.weights.transitions)
-        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped)
+        marginals, log_z, parts = forward_backward_parts(
+            emissions, seqs, self.weights.transitions, tok.sentences
+        )
+        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts)
 
     def decode(self, encoded: Encoded, bias: float = 0.0) -> Prediction:
         """Spans at ``bias`` (added to the O score at every token; ``< 0`` favours recall)."""
@@ -414,14 +423,17 @@ class DeidModel:
     def _prediction(self, encoded: Encoded, path: np.ndarray | None, bias: float) -> Prediction:
         source = f"crf:{self.version}"
         if path is not None:
-            unbiased = path_scores(encoded.emissions, encoded.sentences, self.weights.transitions, path)
-            sentence_lp = unbiased - encoded.log_z
+            transitions = self.weights.transitions
+            unbiased = path_scores(encoded.emissions, encoded.sentences, transitions, path)
+            total = float((unbiased - encoded.log_z).sum())
+            sentence_lp = part_logprobs(encoded.parts, encoded.emissions, transitions, path)
             tags = tuple(self.tag_names[i] for i in path.tolist())
             scores = encoded.marginals[np.arange(len(path)), path]
             # Read leniently: an I- that starts a sequence continues the span before it,
             # which keeps multi-line address blocks whole (presidio-synth dev: +0.017 F1).
             crf_spans = tags_to_spans(encoded.tokens, tags, source=source, scores=scores)
         else:
+            total = 0.0
             sentence_lp = np.zeros(0)
             tags = ()
             crf_spans = []
@@ -429,7 +441,6 @@ class DeidModel:
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters)
         n = len(encoded.tokens)
-        total = float(sentence_lp.sum())
         return Prediction(
             doc_id=encoded.doc_id,
             spans=tuple(spans),

@@ -41,7 +41,7 @@ _FLAG_NAMES = {
 _FRAGMENT = re.compile(r"\{\{(\w+)\}\}")
 _RULE_KEYS = {
     "name", "label", "pattern", "score", "validator", "group", "flags", "anchor", "window",
-    "description",
+    "description", "standalone",
 }
 DEFAULT_WINDOW = (48, 40)  # characters searched before and after each anchor hit
 
@@ -97,6 +97,9 @@ class Rule:
     anchor: re.Pattern[str] | tuple[str, ...] | None = None
     # Characters searched before and after each anchor hit; None: the rule set's.
     window: tuple[int, int] | None = None
+    # False: a cue for the CRF (and for a model whose training data marks its
+    # matches as PHI: the learned rule mapping), never PHI on its own ("Dr.").
+    standalone: bool = True
 
     def __post_init__(self) -> None:
         where = {"rule": self.name or "<unnamed>", "path": self.origin}
@@ -104,6 +107,8 @@ class Rule:
             raise RuleError("a rule needs a non-empty name", **where)
         if not self.label or not isinstance(self.label, str):
             raise RuleError("a rule needs a non-empty label", **where)
+        if not isinstance(self.standalone, bool):
+            raise RuleError("'standalone' must be true or false", **where)
         pattern = self.pattern
         if isinstance(pattern, str):
             try:
@@ -319,13 +324,14 @@ class RuleSet:
                 return rule
         raise KeyError(name)
 
-    def find(self, text: str, *, use_anchors: bool = True) -> list[Span]:
+    def find(self, text: str, *, use_anchors: bool = True, standalone_only: bool = False) -> list[Span]:
         """All rules' matches, sorted; identical (start, end, label) keep the highest score.
 
         Overlapping matches of different rules are all returned: ``merge_spans``
         resolves them with the CRF's spans in one place. ``use_anchors=False``
         scans the whole note for every rule (the reference the windows are
-        tested against).
+        tested against). ``standalone_only`` leaves out the rules that are only
+        cues (``standalone: false``), for tagging with rules alone.
         """
         best: dict[tuple[int, int, str], Span] = {}
         lowered: str | None = None
@@ -344,6 +350,8 @@ class RuleSet:
                     continue
                 windows = _windows(text, hits, before, after)
             for rule in rules:
+                if standalone_only and not rule.standalone:
+                    continue
                 spans = rule.find(text, windows)
                 self._keep_best(best, spans)
         return sort_spans(best.values())
@@ -397,6 +405,7 @@ class RuleSet:
                     origin=origin,
                     anchor=anchor,  # type: ignore[arg-type]  # compiled in __post_init__
                     window=_rule_window(item.get("window"), rule=name, path=origin),
+                    standalone=item.get("standalone", True),
                 )
             )
         window = raw.get("window", {}) or {}

@@ -10,6 +10,8 @@ from deid_core.crf import CRFParams, open_crf, read_weights, train_crf
 from deid_core.decoder import (
     EmissionScorer,
     forward_backward,
+    forward_backward_parts,
+    part_logprobs,
     path_scores,
     viterbi,
     viterbi_sweep,
@@ -65,6 +67,38 @@ def test_viterbi_and_marginals_match_brute_force(seed: int, bias: float) -> None
         assert unbiased[s] == pytest.approx(best_score - bias * n_o, abs=1e-9)
         assert log_z[s] == pytest.approx(bz, abs=1e-9)
         np.testing.assert_allclose(marg[a:b], bm, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_part_logprobs_are_marginals_of_the_labelling_of_each_part(seed: int) -> None:
+    # One 7-token sequence cut into three parts (sentences of a note decoded whole):
+    # log P(labels of the part | note) by enumerating all 3**7 labellings.
+    rng = np.random.default_rng(seed)
+    n, n_labels = 7, 3
+    emissions = rng.normal(0, 2, size=(n, n_labels))
+    trans = rng.normal(0, 2, size=(n_labels, n_labels))
+    parts = [(0, 2), (2, 5), (5, 7)]
+    path = rng.integers(0, n_labels, size=n)
+    _, log_z, terms = forward_backward_parts(emissions, [(0, n)], trans, parts)
+    ours = part_logprobs(terms, emissions, trans, path)
+    totals = dict.fromkeys(range(len(parts)), -np.inf)
+    for labels in itertools.product(range(n_labels), repeat=n):
+        score = sum(emissions[t, y] for t, y in enumerate(labels))
+        score += sum(trans[a, b] for a, b in zip(labels, labels[1:]))
+        for k, (a, b) in enumerate(parts):
+            if tuple(labels[a:b]) == tuple(path[a:b]):
+                totals[k] = np.logaddexp(totals[k], score - log_z[0])
+    np.testing.assert_allclose(ours, [totals[k] for k in range(len(parts))], atol=1e-9)
+    # A part that is the whole sequence gives log P(path | note) = score - log Z.
+    _, _, whole = forward_backward_parts(emissions, [(0, n)], trans, [(0, n)])
+    expected = path_scores(emissions, [(0, n)], trans, path)[0] - log_z[0]
+    assert part_logprobs(whole, emissions, trans, path)[0] == pytest.approx(expected, abs=1e-9)
+
+
+def test_parts_may_not_cross_a_sequence() -> None:
+    emissions = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="cross"):
+        forward_backward_parts(emissions, [(0, 2), (2, 4)], np.zeros((2, 2)), [(0, 3), (3, 4)])
 
 
 def test_forward_backward_survives_extreme_scores() -> None:

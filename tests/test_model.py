@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -95,7 +96,9 @@ def test_prediction_shape_and_document(trained, corpus) -> None:
     assert pred.marginals.shape[1] == len(pred.tag_names)
     np.testing.assert_allclose(pred.marginals.sum(axis=1), 1.0)
     assert pred.logprob <= 0.0
-    assert pred.logprob == pytest.approx(sum(pred.sentence_logprobs))
+    # One log P per tokenizer sentence; a part's labels are at least as likely as the whole note's.
+    assert len(pred.sentence_logprobs) == len(tokenize(doc.text, model.lang).sentences)
+    assert all(pred.logprob - 1e-9 <= lp <= 1e-9 for lp in pred.sentence_logprobs)
     assert pred.logprob_per_token == pytest.approx(pred.logprob / pred.n_tokens)
     assert find_overlap(pred.spans) is None
     assert all(s.source.startswith(("crf:", "rule:")) for s in pred.spans)
@@ -290,6 +293,15 @@ def test_sequence_bounds(mode: str, expected: int) -> None:
     assert all(a < b for a, b in bounds)
     with pytest.raises(ModelError):
         sequence_bounds(tok, "paragraph")
+
+
+def test_sentence_logprobs_add_up_when_sentences_are_the_sequences(trained, corpus) -> None:
+    _, path, _ = trained
+    model = DeidModel.load(path)
+    model.config = dataclasses.replace(model.config, sequence="sentence")
+    pred = model.predict(corpus[1][0], bias=-1.0)
+    assert len(pred.sentence_logprobs) > 1
+    assert pred.logprob == pytest.approx(sum(pred.sentence_logprobs), abs=1e-8)
 
 
 def test_emission_row_cache_reset_keeps_scores(trained, corpus) -> None:

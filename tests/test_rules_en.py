@@ -234,6 +234,33 @@ def test_ages_any(rules: RuleSet, text: str, expected: list[tuple[str, str]]) ->
     assert found(rules, text, {"AGE"}) == expected
 
 
+HONORIFICS = [
+    ("Hello, this is Mr. Dustin Wirth.", [("Mr.", "TITLE")]),
+    ("For my take on Mrs Baker, see", [("Mrs", "TITLE")]),
+    ("seen by Dr.Smith today", [("Dr.", "TITLE")]),
+    ("Miss Jane and Prof. Ode", [("Miss", "TITLE"), ("Prof.", "TITLE")]),
+    # negatives: no capitalised name after it, or part of a word
+    ("Dr. smith", []),
+    ("the dr said", []),
+    ("Mr.", []),
+    ("Misses Paul", []),
+    ("DrSmith", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), HONORIFICS)
+def test_honorifics(rules: RuleSet, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, {"TITLE"}) == expected
+
+
+def test_cue_rules_are_left_out_of_standalone_tagging(rules: RuleSet) -> None:
+    text = "Mr. Dustin Wirth, phone 617-555-0199"
+    every = {s.source for s in rules.find(text)}
+    alone = {s.source for s in rules.find(text, standalone_only=True)}
+    assert "rule:honorific" in every and "rule:honorific" not in alone
+    assert alone == every - {"rule:honorific"}
+
+
 def test_find_reports_source_and_score(rules: RuleSet) -> None:
     text = "Fax: 648-875-5821, phone 617-555-0199"
     spans = rules.find(text)
@@ -268,6 +295,7 @@ def test_group_selects_phi_without_context() -> None:
         ({"pattern": r"\d*"}, "matches the empty string"),
         ({"pattern": r"\d+", "score": 1.5}, "score must be within"),
         ({"pattern": r"\d+", "label": ""}, "non-empty label"),
+        ({"pattern": r"\d+", "standalone": "no"}, "'standalone' must be true or false"),
     ],
 )
 def test_bad_rule_fails_at_construction_and_names_itself(kwargs: dict, message: str) -> None:
@@ -323,9 +351,11 @@ def test_unknown_language_is_a_typed_error() -> None:
 
 
 def test_builtin_rules_cover_the_issue_labels(rules: RuleSet) -> None:
-    assert set(rules.labels) == {
+    standalone = {rule.label for rule in rules if rule.standalone}
+    assert standalone == {
         "PHONE", "FAX", "MEDICALRECORD", "EMAIL", "IPADDR", "URL", "SSN", "ZIP", "DATE", "AGE",
     }
+    assert set(rules.labels) == standalone | {"TITLE"}  # the honorific cue
 
 
 def test_error_messages_never_quote_note_text(rules: RuleSet) -> None:

@@ -115,7 +115,7 @@ def run_apply(args: argparse.Namespace) -> int:
         for doc in tqdm(
             iter_jsonl(args.input), unit="doc", disable=args.no_progress, file=sys.stderr
         ):
-            spans = merge_spans(rules.find(doc.text), config)
+            spans = merge_spans(rules.find(doc.text, standalone_only=True), config)
             if filters:
                 spans = apply_filters(doc.text, spans, filters)
             for s in spans:
