@@ -51,19 +51,22 @@ def _starts(bounds: Bounds) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def _viterbi_kernel(
-    emissions: np.ndarray, starts: np.ndarray, to_from: np.ndarray, bias: float, o_index: int
+    emissions: np.ndarray, starts: np.ndarray, trans: np.ndarray, bias: float, o_index: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    # CRFsuite's recursion (crf1dc_viterbi) operation for operation: prev[i] +
-    # trans[i, j] (read as to_from[j, i], a contiguous row), a strict ">" so the
-    # first maximum wins, then + state[j]. The bias is added to the O emission
-    # first, as if it were part of the state score.
+    # CRFsuite's recursion (crf1dc_viterbi): the best of prev[i] + trans[i, j]
+    # over i, the first maximum winning, then + state[j]. The loops are turned
+    # around (i outer, j inner along a contiguous row of trans) so the compiler
+    # vectorises the inner loop; visiting i in ascending order with a strict
+    # ">" keeps the first maximum, and every score is the same float sum. The
+    # bias is added to the O emission, as if part of the state score.
     n, n_labels = emissions.shape
     n_sent = starts.shape[0]
     path = np.zeros(n, dtype=np.int64)
     scores = np.zeros(n_sent)
     back = np.zeros((n, n_labels), dtype=np.int64)
     delta = np.empty(n_labels)
-    cur = np.empty(n_labels)
+    best = np.empty(n_labels)
+    arg = np.empty(n_labels, dtype=np.int64)
     for s in range(n_sent):
         a = starts[s]
         b = starts[s + 1] if s + 1 < n_sent else n
@@ -71,17 +74,18 @@ def _viterbi_kernel(
             delta[j] = emissions[a, j] + (bias if j == o_index else 0.0)
         for t in range(a + 1, b):
             for j in range(n_labels):
-                best = -np.inf
-                arg = 0
-                for i in range(n_labels):
-                    score = delta[i] + to_from[j, i]
-                    if score > best:
-                        best = score
-                        arg = i
-                back[t, j] = arg
-                cur[j] = best + (emissions[t, j] + (bias if j == o_index else 0.0))
+                best[j] = delta[0] + trans[0, j]
+                arg[j] = 0
+            for i in range(1, n_labels):
+                d = delta[i]
+                for j in range(n_labels):
+                    score = d + trans[i, j]
+                    if score > best[j]:
+                        best[j] = score
+                        arg[j] = i
             for j in range(n_labels):
-                delta[j] = cur[j]
+                back[t, j] = arg[j]
+                delta[j] = best[j] + (emissions[t, j] + (bias if j == o_index else 0.0))
         last = 0
         for j in range(1, n_labels):
             if delta[j] > delta[last]:
@@ -193,7 +197,7 @@ def viterbi(
     o = -1 if o_index is None else int(o_index)
     return _viterbi_kernel(
         np.ascontiguousarray(emissions, dtype=np.float64), _starts(bounds),
-        np.ascontiguousarray(np.asarray(transitions, dtype=np.float64).T), float(bias) if o >= 0 else 0.0, o,
+        np.ascontiguousarray(transitions, dtype=np.float64), float(bias) if o >= 0 else 0.0, o,
     )
 
 
