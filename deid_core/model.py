@@ -412,15 +412,22 @@ class DeidModel:
         # A note has only a few distinct paths across a grid; spans, merge and
         # filters (the slow Python part) run once per distinct path.
         done: dict[bytes, Prediction] = {}
+        memo: dict[Span, Span | None] = {}
         out = []
         for path, b in zip(paths, biases):
             key = path.tobytes()
             if key not in done:
-                done[key] = self._prediction(encoded, path, float(b))
+                done[key] = self._prediction(encoded, path, float(b), memo)
             out.append(replace(done[key], bias=float(b)))
         return out
 
-    def _prediction(self, encoded: Encoded, path: np.ndarray | None, bias: float) -> Prediction:
+    def _prediction(
+        self,
+        encoded: Encoded,
+        path: np.ndarray | None,
+        bias: float,
+        filter_memo: dict[Span, Span | None] | None = None,
+    ) -> Prediction:
         source = f"crf:{self.version}"
         if path is not None:
             transitions = self.weights.transitions
@@ -439,7 +446,7 @@ class DeidModel:
             crf_spans = []
         spans = merge_spans([*_uncovered_rules(encoded.rule_spans, crf_spans), *crf_spans])
         if self.filters:
-            spans = apply_filters(encoded.text, spans, self.filters)
+            spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
         n = len(encoded.tokens)
         return Prediction(
             doc_id=encoded.doc_id,

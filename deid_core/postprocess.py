@@ -254,16 +254,24 @@ def apply_filters(
     filters: Sequence[PostFilter],
     *,
     trace: list[TraceEntry] | None = None,
+    memo: dict[Span, Span | None] | None = None,
 ) -> list[Span]:
     """Run every enabled filter, in order, over each span; return the survivors sorted.
 
     ``trace`` (optional) collects ``(filter, before, after)`` for each change,
     so a reviewer can see why a detection vanished; it holds offsets and
-    labels only, never text.
+    labels only, never text. ``memo`` (optional, one per note and filter
+    list) remembers each span's outcome: a bias sweep filters the same spans
+    of a note over and over.
     """
     n = len(text)
     out: list[Span] = []
     for span in spans:
+        if memo is not None and trace is None and span in memo:
+            kept = memo[span]
+            if kept is not None:
+                out.append(kept)
+            continue
         span.check_fits(n)
         current: Span | None = span
         for flt in filters:
@@ -274,6 +282,8 @@ def apply_filters(
             current = after
             if current is None:
                 break
+        if memo is not None:
+            memo[span] = current
         if current is not None:
             out.append(current)
     return sort_spans(out)

@@ -170,6 +170,20 @@ def test_apply_filters_is_pure_and_sorted() -> None:
     assert spans == before
 
 
+def test_memo_remembers_each_spans_outcome() -> None:
+    text = "Seen Monday by  Smith, ok"
+    filters = load_filters("en")
+    monday, smith = Span(5, 11, "PATIENT", "crf:1", 0.6), Span(15, 22, "DOCTOR", "crf:1", 0.9)
+    memo: dict = {}
+    first = apply_filters(text, [monday, smith], filters, memo=memo)
+    assert memo == {monday: None, smith: Span(16, 21, "DOCTOR", "crf:1", 0.9)}
+    # A later path of the same note: known spans come from the memo, new ones are filtered.
+    other = Span(0, 4, "DOCTOR", "crf:1", 0.5)
+    second = apply_filters(text, [smith, other, monday], filters, memo=memo)
+    assert second == apply_filters(text, [smith, other, monday], filters) == [other, *first]
+    assert other in memo
+
+
 def test_span_past_text_is_a_typed_error() -> None:
     with pytest.raises(InvalidSpan, match="ends past the text"):
         apply_filters("short", [Span(2, 40, "X")], load_filters("en"))

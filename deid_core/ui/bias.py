@@ -132,11 +132,12 @@ def corpus_sweep_spans(
     result = []
     for e, paths in zip(encoded, note_paths):
         done: dict[bytes, tuple[Any, ...]] = {}
+        memo: dict[Any, Any] = {}  # filter outcomes per span of this note
         spans_sorted = []
         for path, b in zip(paths, grid):
             key = path.tobytes()
             if key not in done:
-                done[key] = tuple(prediction(e, path if e.tokens else None, b).spans)
+                done[key] = tuple(prediction(e, path if e.tokens else None, b, memo).spans)
             spans_sorted.append(done[key])
         per_bias: list[tuple[Any, ...]] = [()] * len(biases)
         for rank, i in enumerate(order):
