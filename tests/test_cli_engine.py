@@ -6,6 +6,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.corpus import read_jsonl, write_jsonl
+from deid_core.model import DeidModel
 from deid_core.synthetic import generate_notes
 
 
@@ -23,6 +24,7 @@ def model_dir(files):
     rc = main([
         "train", "--data", str(files / "train.jsonl"), "--dev", str(files / "dev.jsonl"),
         "--lang", "en", "--scheme", "i2b2_2014", "--out", str(out), "--max-iterations", "25",
+        "--sequence", "line",
     ])
     assert rc == 0
     return out
@@ -36,6 +38,7 @@ def test_train_writes_model_with_dev_metrics(model_dir, capsys) -> None:
     assert "examples" not in metrics["dev"].get("errors", {})  # no note text in a model dir
     training = json.loads((model_dir / "training.json").read_text())
     assert training["documents"] == 30
+    assert DeidModel.load(model_dir).config.sequence == "line"  # --sequence is kept with the model
 
 
 def test_predict_evaluate_and_sweep(files, model_dir, capsys) -> None:

@@ -29,6 +29,10 @@ def register(subparsers: Any) -> None:
     t.add_argument("--max-iterations", type=int, help="L-BFGS iterations")
     t.add_argument("--min-freq", type=int, help="drop attributes seen fewer times")
     t.add_argument(
+        "--sequence", choices=("note", "line", "sentence"),
+        help="what one CRF sequence is (default: note; transitions then carry across line breaks)",
+    )
+    t.add_argument(
         "--word-list", action="append", default=[], metavar="[LABEL=]PATH",
         help="gazetteer word list: LABEL=path (one phrase a line) or path (LABEL<TAB>phrase lines)",
     )
@@ -119,7 +123,7 @@ def run_train(args: argparse.Namespace) -> int:
     dev = read_jsonl(args.dev) if args.dev else None
     config = TrainConfig()
     changes: dict[str, Any] = {"seed": args.seed}
-    for name in ("c1", "c2", "max_iterations", "min_freq"):
+    for name in ("c1", "c2", "max_iterations", "min_freq", "sequence"):
         if getattr(args, name) is not None:
             changes[name] = getattr(args, name)
     if args.word_list:
