@@ -123,6 +123,12 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
+def queue_table(page) -> None:
+    """Wait until the queue's table is on screen (its grid paints after the rest of the page)."""
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(state="visible", timeout=30_000)
+    page.wait_for_timeout(500)
+
+
 def sign_in(page, base: str, username: str) -> None:
     page.goto(base)
     page.get_by_role("textbox", name="Username").fill(username)
@@ -172,6 +178,7 @@ def test_review_flow_bias_and_xss(server, browser):
     # 1. a reviewer signs in
     sign_in(page, server, "rita")
     before = reviewed_count(page)
+    queue_table(page)
     shot(page, "01_queue")
 
     # 2. the least confident note (the XSS note was given the lowest log-probability)
@@ -202,6 +209,7 @@ def test_review_flow_bias_and_xss(server, browser):
     page.get_by_text("notes reviewed").first.wait_for(timeout=30_000)
     after = reviewed_count(page)
     assert after != before and after.startswith(str(int(before.split()[0]) + 1))
+    queue_table(page)
     shot(page, "04_queue_after_save")
 
     # 5. an admin moves the bias slider: measures, highlights and the curve change
