@@ -3,8 +3,9 @@
 Owning the maths gives three things CRFsuite's tagger does not: an O-label
 bias ``b`` added to the O score at every token (paper 002, "Trading Off
 Precision and Recall": ``b < 0`` favours recall), token marginals for every
-label, and ``log P(y*|x) = score(y*) - log Z`` per sentence without the
-underflow of ``Tagger.probability()``.
+label, and ``log P(y*|x) = score(y*) - log Z`` per sequence without the
+underflow of ``Tagger.probability()`` (and per sentence inside a longer
+sequence, as a marginal: ``part_logprobs``).
 
 Viterbi and forward-backward are plain loops compiled with numba (cached on
 disk after the first run): per token they cost ``labels**2`` multiply-adds,
