@@ -406,16 +406,17 @@ class EmissionScorer:
     def __init__(
         self,
         weights: CRFWeights,
-        type_features: Callable[[int, str], Sequence[str]],
+        word_features: Callable[[str], Sequence[Sequence[str]]],
         offsets: Sequence[int] = (0,),
         edges: tuple[str, str] = (BOS, EOS),
     ) -> None:
+        """``word_features(word)``: the word's type attributes at each of ``offsets``, in order."""
         self.ids = {a: i for i, a in enumerate(weights.attributes)}
         n_attrs, self.n_labels = weights.state.shape
         self.state: np.ndarray | sp.csr_matrix = (
             weights.state.toarray() if n_attrs * self.n_labels <= self.DENSE_LIMIT else weights.state
         )
-        self.type_features = type_features
+        self.word_features = word_features
         self.offsets = tuple(offsets)
         self.bos, self.eos = edges  # the words seen past a sentence's edges
         self.max_rows = 1_000_000
@@ -427,16 +428,17 @@ class EmissionScorer:
         self._lock = threading.Lock()
 
     def _indicator(self, attr_lists: Sequence[Sequence[str]]) -> sp.csr_matrix:
-        ids = self.ids
-        indices: list[int] = []
-        indptr = [0]
-        for attrs in attr_lists:
-            indices.extend([i for i in map(ids.get, attrs) if i is not None])
-            indptr.append(len(indices))
-        return sp.csr_matrix(
-            (np.ones(len(indices)), np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
-            shape=(len(attr_lists), len(ids)),
-        )
+        """0/1 rows of known attributes, in the order given (so sums keep their order)."""
+        n = len(attr_lists)
+        get = self.ids.get
+        flat = np.array([get(a, -1) for attrs in attr_lists for a in attrs], dtype=np.int64)
+        lengths = np.fromiter(map(len, attr_lists), dtype=np.int64, count=n)
+        known = flat >= 0
+        rows = np.repeat(np.arange(n), lengths)[known]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        cols = flat[known]
+        return sp.csr_matrix((np.ones(len(cols)), cols, indptr), shape=(n, len(self.ids)))
 
     def _scores(self, attr_lists: Sequence[Sequence[str]]) -> np.ndarray:
         product = self._indicator(attr_lists) @ self.state
@@ -445,7 +447,7 @@ class EmissionScorer:
     def _add_words(self, words: list[str]) -> None:
         """Compute and store the rows of ``words`` (not yet in the table) at every offset."""
         width = len(self.offsets)
-        vectors = self._scores([self.type_features(off, w) for w in words for off in self.offsets])
+        vectors = self._scores([feats for w in words for feats in self.word_features(w)])
         first = self._n_rows
         need = first + len(words) * width
         if need > self._table.shape[0]:

@@ -162,7 +162,7 @@ class FeatureExtractor:
         """Features of ``word`` seen at ``offset`` from the current token (cached, for training).
 
         Tagging does not need this cache: ``EmissionScorer`` keeps the summed
-        weights of each word instead and calls ``compute_type_features`` once.
+        weights of each word instead and calls ``word_type_features`` once.
         """
         key = (offset, word)
         cached = self._type_cache.get(key)
@@ -174,12 +174,25 @@ class FeatureExtractor:
         return feats
 
     def compute_type_features(self, offset: int, word: str) -> list[str]:
-        p = f"{offset}:"
         if word in (BOS, EOS):
-            return [p + ("BOS" if word == BOS else "EOS")]
+            return self._edge(offset, word)
         w = _clean(word)
-        low = w.lower()
-        ss = short_shape(w)
+        return self._type_at(offset, w, w.lower(), short_shape(w))
+
+    def word_type_features(self, word: str) -> list[list[str]]:
+        """``compute_type_features`` at every window offset (``offsets`` order), sharing the work."""
+        if word in (BOS, EOS):
+            return [self._edge(off, word) for off in self._offsets]
+        w = _clean(word)
+        low, ss = w.lower(), short_shape(w)
+        return [self._type_at(off, w, low, ss) for off in self._offsets]
+
+    @staticmethod
+    def _edge(offset: int, word: str) -> list[str]:
+        return [f"{offset}:" + ("BOS" if word == BOS else "EOS")]
+
+    def _type_at(self, offset: int, w: str, low: str, ss: str) -> list[str]:
+        p = f"{offset}:"
         if offset != 0:
             feats = [f"{p}w={low}", f"{p}ss={ss}"]
             if w.istitle():

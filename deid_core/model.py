@@ -346,7 +346,7 @@ class DeidModel:
         self.o_index = self.tag_names.index(OUTSIDE)
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
-        self._scorer = EmissionScorer(weights, self.extractor.compute_type_features, self.extractor.offsets)
+        self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
         # The rule and filter files are part of the model: the CRF learned weights
         # for these rules' matches, so a later edit of the built-in files must not
         # change what a trained model sees.

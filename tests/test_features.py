@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from deid_core.errors import CorpusFormatError, ModelError
-from deid_core.features import FeatureConfig, FeatureExtractor, short_shape, word_shape
+from deid_core.features import BOS, EOS, FeatureConfig, FeatureExtractor, short_shape, word_shape
 from deid_core.gazetteers import Gazetteer, build_gazetteer, load_word_list, merge_gazetteers
 from deid_core.spans import Span
 from deid_core.tokenize import tokenize
@@ -128,6 +128,13 @@ def test_attributes_are_printable_single_line() -> None:
     for sent in fx.sentence_features(tok):
         for feats in sent:
             assert all(f.isprintable() for f in feats)
+
+
+@pytest.mark.parametrize("word", ["Smith", "09/14/2067", "NHC", "a", "ñandú", "--", BOS, EOS])
+def test_word_type_features_equal_each_offsets_features(word: str) -> None:
+    # Tagging scores a new word at every offset in one call; training asks per offset.
+    fx = FeatureExtractor(FeatureConfig(window=3))
+    assert fx.word_type_features(word) == [fx.compute_type_features(o, word) for o in fx.offsets]
 
 
 def test_feature_config_round_trip() -> None:
