@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from deid_core.errors import MisalignedSpan
 from deid_core.spans import Span
 from deid_core.tagging import alignment_upper_bound, spans_to_tags, tags_to_spans
-from deid_core.tokenize import spacy_doc, tokenize
+from deid_core.tokenize import _spacy_tokenizer, spacy_doc, tokenize
 
 
 @pytest.mark.parametrize(
@@ -44,6 +44,19 @@ def test_offsets_and_lines():
         "Dr . Kim saw her .",
         "She is well .",
     ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=120),
+    st.sampled_from(["en", "es"]),
+)
+@example("Seen by Dr.Smith on 09/14/2067CPT, e-mail ann@x.org; NHC 1234567.", "en")
+@example("Fecha de nacimiento: 03/05/1960. Sexo: H. C/ Mayor 3, 28013 Madrid.", "es")
+def test_lean_tokenizer_splits_like_the_full_one(text, lang):
+    # Tagging uses a vocabulary without lexical attributes; splitting must not change.
+    lean, full = _spacy_tokenizer(lang, lean=True), _spacy_tokenizer(lang)
+    assert [(t.idx, t.text) for t in lean(text)] == [(t.idx, t.text) for t in full(text)]
 
 
 @settings(max_examples=200, deadline=None)
