@@ -293,7 +293,7 @@ def path_scores(
     return np.add.reduceat(token_scores + trans, starts)
 
 
-#: Memory bound of one batched Viterbi call in a sweep (emissions plus back-pointers).
+#: Memory bound of one batched Viterbi call in a sweep (emissions plus back-pointers, per token).
 SWEEP_BATCH_BYTES = 64 * 1024 * 1024
 
 
@@ -311,9 +311,9 @@ def sweep_paths(
     convex piecewise-linear function of ``b``. If the same path wins at two
     biases it wins everywhere between them, so after decoding the two ends of
     the grid only sentences whose paths differ are decoded again, at the
-    midpoint, recursively. Sentences are decoded together in batched calls
-    (the decoder's cost is mostly per call), at most ``batch_bytes`` at a time,
-    so one call can sweep a single note or a whole corpus. Results equal
+    midpoint, recursively. Sentences are decoded together in batched calls,
+    at most ``batch_bytes`` of them at a time, so one call can sweep a single
+    note or a whole corpus. Results equal
     ``viterbi`` at each bias (barring exact score ties).
     """
     n_labels = int(transitions.shape[0])
@@ -321,12 +321,16 @@ def sweep_paths(
     paths: list[list[np.ndarray | None]] = [[None] * len(sentences) for _ in grid]
 
     def decode(i: int, ids: list[int]) -> None:
-        ids = sorted(ids, key=lambda k: len(sentences[k]), reverse=True)
+        # The kernel pads nothing: a call holds its tokens' emissions and
+        # back-pointers (16 bytes per token and label), so chunks are cut by tokens.
+        per_call = max(1, limit // (n_labels * 16))
         pos = 0
         while pos < len(ids):
-            longest = max(1, len(sentences[ids[pos]]))
-            chunk = ids[pos : pos + max(1, limit // (longest * n_labels * 16))]
-            pos += len(chunk)
+            chunk, size = [], 0
+            while pos < len(ids) and (not chunk or size + len(sentences[ids[pos]]) <= per_call):
+                chunk.append(ids[pos])
+                size += len(sentences[ids[pos]])
+                pos += 1
             bounds, at = [], 0
             for k in chunk:
                 bounds.append((at, at + len(sentences[k])))

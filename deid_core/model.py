@@ -229,7 +229,7 @@ def _uncovered_rules(rule_spans: Sequence[Span], crf_spans: Sequence[Span]) -> l
     return out
 
 
-def sequence_bounds(tok: Tokenized, mode: str = "line") -> tuple[tuple[int, int], ...]:
+def sequence_bounds(tok: Tokenized, mode: str) -> tuple[tuple[int, int], ...]:
     """Token ranges of the CRF sequences of a note: its sentences, its lines, or the whole note."""
     if mode == "sentence":
         return tok.sentences
@@ -409,15 +409,24 @@ class DeidModel:
         paths = viterbi_sweep(
             encoded.emissions, encoded.sentences, self.weights.transitions, biases, self.o_index
         )
-        # A note has only a few distinct paths across a grid; spans, merge and
-        # filters (the slow Python part) run once per distinct path.
+        return self.decode_paths(encoded, paths, biases)
+
+    def decode_paths(
+        self, encoded: Encoded, paths: Sequence[np.ndarray], biases: Sequence[float]
+    ) -> list[Prediction]:
+        """Predictions for Viterbi ``paths`` of one note found at ``biases`` (as a sweep gives them).
+
+        A note has only a few distinct paths across a grid, and most spans
+        survive from one to the next: spans, merge and filters (the slow Python
+        part) run once per distinct path, and each span is filtered once.
+        """
         done: dict[bytes, Prediction] = {}
         memo: dict[Span, Span | None] = {}
         out = []
         for path, b in zip(paths, biases):
             key = path.tobytes()
             if key not in done:
-                done[key] = self._prediction(encoded, path, float(b), memo)
+                done[key] = self._prediction(encoded, path if encoded.tokens else None, float(b), memo)
             out.append(replace(done[key], bias=float(b)))
         return out
 

@@ -82,9 +82,6 @@ def metrics_at_bias(
     )
 
 
-#: Memory for one batched Viterbi call (padded scores and back-pointers), in bytes.
-
-
 def _batched_paths(model: Any, encoded: Sequence[Any], grid: Sequence[float]) -> list[list[Any]]:
     """Viterbi paths of every note at every bias of the sorted ``grid``: ``[note][bias]``.
 
@@ -115,11 +112,11 @@ def corpus_sweep_spans(
 
     Spans depend only on the Viterbi path (rule merge and filters do not see
     the bias) and a note has only a handful of distinct paths across a grid,
-    so each distinct path is turned into spans once. Models without the
-    engine's internals fall back to ``decode_many``/``decode``.
+    so each distinct path is turned into spans once (``DeidModel.decode_paths``).
+    Models without the engine's internals fall back to ``decode_many``/``decode``.
     """
-    prediction = getattr(model, "_prediction", None)
-    if prediction is None or getattr(model, "weights", None) is None:
+    decode_paths = getattr(model, "decode_paths", None)
+    if decode_paths is None or getattr(model, "weights", None) is None:
         out = []
         for e in encoded:
             many = getattr(model, "decode_many", None)
@@ -131,14 +128,7 @@ def corpus_sweep_spans(
     note_paths = _batched_paths(model, encoded, grid)
     result = []
     for e, paths in zip(encoded, note_paths):
-        done: dict[bytes, tuple[Any, ...]] = {}
-        memo: dict[Any, Any] = {}  # filter outcomes per span of this note
-        spans_sorted = []
-        for path, b in zip(paths, grid):
-            key = path.tobytes()
-            if key not in done:
-                done[key] = tuple(prediction(e, path if e.tokens else None, b, memo).spans)
-            spans_sorted.append(done[key])
+        spans_sorted = [tuple(p.spans) for p in decode_paths(e, paths, grid)]
         per_bias: list[tuple[Any, ...]] = [()] * len(biases)
         for rank, i in enumerate(order):
             per_bias[i] = spans_sorted[rank]
