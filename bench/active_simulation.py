@@ -27,11 +27,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deid_core.active import CRFEstimator, as_object_array  # noqa: E402
 from deid_core.cli.active import loop_config  # noqa: E402
 from deid_core.corpus import read_jsonl  # noqa: E402
+from deid_core.learning.active import CRFEstimator, as_object_array  # noqa: E402
+from deid_core.learning.simulate import simulate  # noqa: E402
 from deid_core.schemes import load_scheme  # noqa: E402
-from deid_core.simulate import simulate  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 DATASETS = {

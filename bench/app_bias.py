@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from deid_core.model import DeidModel, TrainConfig, train_model
+from deid_core.engine.model import DeidModel, TrainConfig, train_model
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.synthetic import generate_notes

@@ -34,14 +34,14 @@ def main() -> int:
 
     from streamlit.testing.v1 import AppTest
 
-    from deid_core.model import DeidModel, TrainConfig, train_model
+    from deid_core.engine.model import DeidModel, TrainConfig, train_model
+    from deid_core.engine.tokenize import tokenize
     from deid_core.schemes import load_scheme
     from deid_core.spans import Document
     from deid_core.store import repository as repo
     from deid_core.store.engine import open_store
     from deid_core.store.users import create_user
     from deid_core.synthetic import generate_notes
-    from deid_core.tokenize import tokenize
     from deid_core.ui.component import editor_payload
     from deid_core.ui.queue import predict_unreviewed
     from deid_core.ui.session import sign_in

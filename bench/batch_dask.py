@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deid_core.batch import BatchSettings, read_output, run_batch  # noqa: E402
 from deid_core.corpus import write_jsonl  # noqa: E402
-from deid_core.model import TrainConfig, train_model  # noqa: E402
+from deid_core.engine.model import TrainConfig, train_model  # noqa: E402
+from deid_core.protect.batch import BatchSettings, read_output, run_batch  # noqa: E402
 from deid_core.synthetic import iter_notes  # noqa: E402
 
 

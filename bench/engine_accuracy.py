@@ -27,10 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deid_core.corpus import read_jsonl  # noqa: E402
+from deid_core.engine.model import TrainConfig, bias_grid, train_model, with_config  # noqa: E402
+from deid_core.engine.tokenize import tokenize  # noqa: E402
 from deid_core.evaluation import evaluate  # noqa: E402
-from deid_core.model import TrainConfig, bias_grid, bias_sweep, train_model, with_config  # noqa: E402
+from deid_core.evaluation.bias_sweep import bias_sweep  # noqa: E402
 from deid_core.schemes import load_scheme  # noqa: E402
-from deid_core.tokenize import tokenize  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 SETTINGS = {

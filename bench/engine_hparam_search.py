@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deid_core.corpus import read_jsonl  # noqa: E402
+from deid_core.engine.model import TrainConfig, train_model, with_config  # noqa: E402
 from deid_core.evaluation import char_prf, strict_prf  # noqa: E402
-from deid_core.model import TrainConfig, train_model, with_config  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 LANG = {"meddocan": "es", "presidio-synth": "en"}

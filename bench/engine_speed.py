@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deid_core.corpus import read_jsonl  # noqa: E402
-from deid_core.decoder import forward_backward, viterbi  # noqa: E402
-from deid_core.model import DeidModel, bias_grid, freeze_loaded_heap, sequence_bounds  # noqa: E402
-from deid_core.tokenize import tokenize  # noqa: E402
+from deid_core.engine.decoder import forward_backward, viterbi  # noqa: E402
+from deid_core.engine.model import DeidModel, bias_grid, freeze_loaded_heap, sequence_bounds  # noqa: E402
+from deid_core.engine.tokenize import tokenize  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 

@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 from deid_core.corpus import read_jsonl
-from deid_core.export import FORMATS, ExportConfig, ExportItem, export_corpus
-from deid_core.leakcheck import check_deidentified
-from deid_core.operators import OperatorConfig, deidentify_document
+from deid_core.protect.export import FORMATS, ExportConfig, ExportItem, export_corpus
+from deid_core.protect.leakcheck import check_deidentified
+from deid_core.protect.operators import OperatorConfig, deidentify_document
 from deid_core.spans import Document
 from deid_core.synthetic import generate_notes
 

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deid_core.corpus import read_jsonl  # noqa: E402
-from deid_core.merge import merge_spans  # noqa: E402
-from deid_core.postprocess import apply_filters, load_filters  # noqa: E402
-from deid_core.rules import RuleSet, load_rules  # noqa: E402
+from deid_core.engine.merge import merge_spans  # noqa: E402
+from deid_core.engine.postprocess import apply_filters, load_filters  # noqa: E402
+from deid_core.engine.rules import RuleSet, load_rules  # noqa: E402
 from deid_core.spans import Document  # noqa: E402
 from deid_core.synthetic import generate_notes  # noqa: E402
 

@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _store_common import postgres_schema  # noqa: E402
 
-from deid_core.export import recordable_entries  # noqa: E402
-from deid_core.operators import OperatorConfig, deidentify_document  # noqa: E402
+from deid_core.protect.export import recordable_entries  # noqa: E402
+from deid_core.protect.operators import OperatorConfig, deidentify_document  # noqa: E402
+from deid_core.protect.surrogate_map import export_mapping  # noqa: E402
+from deid_core.protect.surrogate_map_db import DbSurrogateMapping  # noqa: E402
 from deid_core.store import open_store  # noqa: E402
 from deid_core.store.repository import create_project  # noqa: E402
-from deid_core.store.surrogates import DbSurrogateMapping  # noqa: E402
-from deid_core.surrogate_map import export_mapping  # noqa: E402
 from deid_core.synthetic import generate_notes  # noqa: E402
 
 SECRET = b"bench-secret-0123456789abcdef"

@@ -3,7 +3,7 @@
 ``generate_1000_s`` builds 1,000 notes in memory; ``stream_<big>_s`` streams
 ``--big`` notes through ``iter_notes`` without keeping them (the Dask
 benchmark's use). ``max_rss_mb`` is the process peak after both.
-Alignment is checked against deid_core.tokenize on the 1,000 notes.
+Alignment is checked against deid_core.engine.tokenize on the 1,000 notes.
 
     .venv/bin/python bench/synthetic_speed.py [--n 1000] [--big 20000] [--seed 0] [--lang es]
 """
@@ -16,9 +16,9 @@ import resource
 import time
 from collections import Counter
 
+from deid_core.engine.tagging import alignment_upper_bound
+from deid_core.engine.tokenize import tokenize
 from deid_core.synthetic import generate_notes, iter_notes
-from deid_core.tagging import alignment_upper_bound
-from deid_core.tokenize import tokenize
 
 
 def main() -> None:

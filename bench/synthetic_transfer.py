@@ -1,6 +1,6 @@
 """How useful are synthetic notes for training? Prints one JSON object.
 
-Trains the CRF engine (``deid_core.model.train_model``, rules included) and
+Trains the CRF engine (``deid_core.engine.model.train_model``, rules included) and
 scores strict micro P/R/F and character recall (the leak view):
 
 - ``en_synth_to_synth``: English synthetic train (seed 100) -> held-out
@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from deid_core.corpus import read_jsonl
+from deid_core.engine.model import TrainConfig, train_model
 from deid_core.evaluation.metrics import char_prf, strict_prf
-from deid_core.model import TrainConfig, train_model
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.synthetic import generate_notes

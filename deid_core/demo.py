@@ -65,7 +65,7 @@ def build_demo(
     out: Any = None,
 ) -> dict[str, Any]:
     """Build the demo project in ``directory`` (idempotent: a built demo is left alone)."""
-    from deid_core.model import TrainConfig, train_model
+    from deid_core.engine.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.store import repository as repo
     from deid_core.store.engine import open_store

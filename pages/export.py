@@ -7,11 +7,11 @@ from datetime import datetime, timezone
 import streamlit as st
 
 from deid_core.errors import DeidError, LeakDetected
-from deid_core.export import FORMATS, ExportConfig, export_project
-from deid_core.operators import OperatorConfig, OperatorSpec
+from deid_core.protect.export import FORMATS, ExportConfig, export_project
+from deid_core.protect.operators import OperatorConfig, OperatorSpec
+from deid_core.protect.surrogate_map_db import export_surrogate_mapping
 from deid_core.schemes import load_scheme
 from deid_core.store.repository import status_counts
-from deid_core.store.surrogates import export_surrogate_mapping
 from deid_core.ui.exporting import data_dir, project_secret, zip_folder
 from deid_core.ui.resources import guard
 

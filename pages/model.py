@@ -7,8 +7,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from deid_core.active import strategy_descriptions
-from deid_core.registry import RetrainPolicy, learning_curve
+from deid_core.learning.active import strategy_descriptions
+from deid_core.learning.registry import RetrainPolicy, learning_curve
 from deid_core.store import repository as repo
 from deid_core.ui.jobs import get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project

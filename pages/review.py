@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import DeidError
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.store import repository as repo
-from deid_core.tokenize import tokenize
 from deid_core.ui.component import editor_payload, review_editor
 from deid_core.ui.editing import (
     EditRejected,

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
 
-from deid_core.active import (
+from deid_core.errors import UnsupportedFormat
+from deid_core.learning.active import (
     STRATEGIES,
     DocumentLearner,
     as_object_array,
@@ -22,7 +23,6 @@ from deid_core.active import (
     select,
     strategy_descriptions,
 )
-from deid_core.errors import UnsupportedFormat
 from deid_core.spans import Document, Span
 
 TAGS = ("O", "B-NAME", "I-NAME")
@@ -30,7 +30,7 @@ TAGS = ("O", "B-NAME", "I-NAME")
 
 @dataclass(frozen=True)
 class FakePrediction:
-    """Just the fields strategies read from deid_core.model.Prediction."""
+    """Just the fields strategies read from deid_core.engine.model.Prediction."""
 
     doc_id: str
     marginals: np.ndarray

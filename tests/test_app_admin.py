@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from app_support import PROJECT, app_as, seed_store, texts
 
-from deid_core.model import TrainConfig, train_model
+from deid_core.engine.model import TrainConfig, train_model
 from deid_core.schemes import load_scheme
 from deid_core.store import repository as repo
 from deid_core.store.audit import list_events
@@ -125,7 +125,7 @@ def test_export_page_writes_a_checked_corpus(engine, tmp_path):
 
 
 def test_policy_triggers_retraining_after_enough_reviews(engine, monkeypatch):
-    from deid_core.registry import retrain_due
+    from deid_core.learning.registry import retrain_due
     from deid_core.ui.learning import maybe_retrain
 
     calls = []  # the retrain itself is covered above; here only the trigger

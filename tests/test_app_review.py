@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from app_support import PROJECT, app_as, seed_store, texts
 
+from deid_core.engine.tokenize import tokenize
 from deid_core.spans import Span
 from deid_core.store import repository as repo
-from deid_core.tokenize import tokenize
 from deid_core.ui.editing import apply_action
 
 

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from deid_core import batch
-from deid_core.batch import (
+from deid_core.corpus import document_to_dict, write_jsonl
+from deid_core.engine.model import TrainConfig, train_model
+from deid_core.protect import batch
+from deid_core.protect.batch import (
     BatchSettings,
     plan_partitions,
     process_partition,
     read_output,
     run_batch,
 )
-from deid_core.corpus import document_to_dict, write_jsonl
-from deid_core.deidentify import Deidentifier
-from deid_core.model import TrainConfig, train_model
-from deid_core.operators import patient_key_from_meta
+from deid_core.protect.deidentify import Deidentifier
+from deid_core.protect.operators import patient_key_from_meta
 from deid_core.synthetic import generate_notes
 
 SECRET = bytes.fromhex("00112233445566778899aabbccddeeff" * 2)

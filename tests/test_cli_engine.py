@@ -6,7 +6,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.corpus import read_jsonl, write_jsonl
-from deid_core.model import DeidModel
+from deid_core.engine.model import DeidModel
 from deid_core.synthetic import generate_notes
 
 

@@ -10,8 +10,8 @@ import pytest
 from deid_core.cli import main
 from deid_core.cli.export import read_secret
 from deid_core.corpus import read_jsonl, write_jsonl
-from deid_core.export import verify_manifest
-from deid_core.model import DeidModel, TrainConfig, train_model
+from deid_core.engine.model import DeidModel, TrainConfig, train_model
+from deid_core.protect.export import verify_manifest
 from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deid_core.dateshift import date_precision, patient_offset_days, shift_date
+from deid_core.protect.dateshift import date_precision, patient_offset_days, shift_date
 
 ES_MONTHS = [
     "enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",

@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from deid_core.crf import CRFParams, open_crf, read_weights, train_crf
-from deid_core.decoder import (
+from deid_core.engine.crf import CRFParams, open_crf, read_weights, train_crf
+from deid_core.engine.decoder import (
     EmissionScorer,
     forward_backward,
     forward_backward_parts,
@@ -16,11 +16,11 @@ from deid_core.decoder import (
     viterbi,
     viterbi_sweep,
 )
+from deid_core.engine.features import FeatureExtractor
+from deid_core.engine.tagging import spans_to_tags
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import ModelError
-from deid_core.features import FeatureExtractor
 from deid_core.spans import Span
-from deid_core.tagging import spans_to_tags
-from deid_core.tokenize import tokenize
 
 # -- the maths against brute force -------------------------------------------------
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from deid_core.engine.tokenize import tokenize
 from deid_core.spans import Span
-from deid_core.tokenize import tokenize
 from deid_core.ui.editing import (
     EditRejected,
     EditState,

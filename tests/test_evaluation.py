@@ -141,7 +141,7 @@ def test_token_cache_is_used_instead_of_retokenising():
 
 
 def test_token_bounds_accepts_tokenized_tokens_and_bounds():
-    from deid_core.tokenize import tokenize
+    from deid_core.engine.tokenize import tokenize
 
     tk = tokenize(TEXT)
     expected = ([t.start for t in tk.tokens], [t.end for t in tk.tokens])

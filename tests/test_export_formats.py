@@ -8,19 +8,25 @@ from pathlib import Path
 import pytest
 
 from deid_core.corpus import read_jsonl
+from deid_core.engine.tagging import tags_to_spans
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import CorpusFormatError, ExportRefused, LeakDetected, UnsupportedFormat
-from deid_core.export import FORMATS, ExportConfig, ExportItem, export_corpus, verify_manifest
 from deid_core.formats import read_brat, read_brat_dir, read_i2b2_xml, write_brat, write_i2b2_xml
 from deid_core.formats.conll import read_conll, write_conll
 from deid_core.formats.docbin import read_docbin
 from deid_core.formats.spans_csv import write_spans_csv
-from deid_core.operators import OperatorConfig, OperatorSpec
-from deid_core.replace import OffsetMap
+from deid_core.protect.export import (
+    FORMATS,
+    ExportConfig,
+    ExportItem,
+    export_corpus,
+    verify_manifest,
+)
+from deid_core.protect.operators import OperatorConfig, OperatorSpec
+from deid_core.protect.replace import OffsetMap
+from deid_core.protect.surrogate_map import InMemorySurrogateMapping
 from deid_core.spans import Document, Span
-from deid_core.surrogate_map import InMemorySurrogateMapping
 from deid_core.synthetic import generate_notes
-from deid_core.tagging import tags_to_spans
-from deid_core.tokenize import tokenize
 
 SECRET = b"export-secret-0123456789"
 

@@ -2,11 +2,18 @@ from __future__ import annotations
 
 import pytest
 
+from deid_core.engine.features import (
+    BOS,
+    EOS,
+    FeatureConfig,
+    FeatureExtractor,
+    short_shape,
+    word_shape,
+)
+from deid_core.engine.gazetteers import Gazetteer, build_gazetteer, load_word_list, merge_gazetteers
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import CorpusFormatError, ModelError
-from deid_core.features import BOS, EOS, FeatureConfig, FeatureExtractor, short_shape, word_shape
-from deid_core.gazetteers import Gazetteer, build_gazetteer, load_word_list, merge_gazetteers
 from deid_core.spans import Span
-from deid_core.tokenize import tokenize
 
 
 @pytest.mark.parametrize(
@@ -220,6 +227,6 @@ def test_word_lists(tmp_path) -> None:
     ],
 )
 def test_builtin_gazetteer(lang: str, words: list[str], label: str) -> None:
-    from deid_core.gazetteers import builtin_gazetteer
+    from deid_core.engine.gazetteers import builtin_gazetteer
 
     assert (0, len(words), label) in builtin_gazetteer(lang).matches(words)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from deid_core.leakcheck import (
+from deid_core.protect.leakcheck import (
     LeakCandidate,
     LeakTarget,
     Region,
@@ -12,7 +12,7 @@ from deid_core.leakcheck import (
     check_leaks,
     make_candidates,
 )
-from deid_core.operators import OperatorConfig, deidentify_document
+from deid_core.protect.operators import OperatorConfig, deidentify_document
 from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deid_core.merge import MergeConfig, merge_spans
+from deid_core.engine.merge import MergeConfig, merge_spans
 from deid_core.spans import Span, find_overlap
 
 

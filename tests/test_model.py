@@ -7,26 +7,26 @@ import shutil
 import numpy as np
 import pytest
 
-from deid_core.crf import open_crf
-from deid_core.errors import ModelError
-from deid_core.gazetteers import Gazetteer
-from deid_core.model import (
+from deid_core.engine.crf import open_crf
+from deid_core.engine.gazetteers import Gazetteer
+from deid_core.engine.model import (
     CRF_FILE,
     MANIFEST,
     REQUIRED_FILES,
     DeidModel,
     TrainConfig,
     bias_grid,
-    bias_sweep,
     learn_rule_mapping,
     train_model,
     with_config,
 )
+from deid_core.engine.tagging import OUTSIDE
+from deid_core.engine.tokenize import tokenize
+from deid_core.errors import ModelError
+from deid_core.evaluation.bias_sweep import bias_sweep
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document, Span, find_overlap
 from deid_core.synthetic import generate_notes
-from deid_core.tagging import OUTSIDE
-from deid_core.tokenize import tokenize
 
 CONFIG = TrainConfig(max_iterations=30)
 
@@ -64,7 +64,7 @@ def test_training_reports_progress_and_metadata(trained, corpus) -> None:
 
 def _reference_sentences(model: DeidModel, doc: Document) -> list[list[list[str]]]:
     """The attribute strings of each CRF sequence, built the way training builds them."""
-    from deid_core.model import sequence_bounds
+    from deid_core.engine.model import sequence_bounds
 
     tok = tokenize(doc.text, model.lang)
     rules = model.rules.find(doc.text) if model.rules is not None else []
@@ -284,7 +284,7 @@ def test_config_round_trip_and_switches(corpus) -> None:
     [("sentence", 3), ("line", 2), ("note", 1)],
 )
 def test_sequence_bounds(mode: str, expected: int) -> None:
-    from deid_core.model import sequence_bounds
+    from deid_core.engine.model import sequence_bounds
 
     tok = tokenize("Lives at Apt. 5 Main St. Today.\nNext line here.", "en")
     bounds = sequence_bounds(tok, mode)
@@ -334,14 +334,14 @@ def test_empty_notes(trained, text: str) -> None:
     ],
 )
 def test_rule_spans_inside_longer_crf_spans_yield(rules, crf, kept) -> None:
-    from deid_core.model import _uncovered_rules
+    from deid_core.engine.model import _uncovered_rules
 
     assert _uncovered_rules(rules, crf) == [rules[i] for i in kept]
 
 
 def test_model_keeps_its_own_rules_and_filters(trained, corpus, monkeypatch) -> None:
     """A later edit of the built-in rule files must not change a trained model."""
-    import deid_core.model as model_module
+    import deid_core.engine.model as model_module
 
     model, path, _ = trained
     assert (path / "rules.yaml").read_text(encoding="utf-8") == model.rules_text

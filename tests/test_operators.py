@@ -7,14 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deid_core.errors import InvalidSpan, OverlappingSpans, UnsupportedFormat
-from deid_core.operators import (
+from deid_core.protect.operators import (
     OperatorConfig,
     OperatorSpec,
     deidentify_document,
     patient_key_from_meta,
 )
+from deid_core.protect.surrogate_map import InMemorySurrogateMapping
 from deid_core.spans import Document, Span
-from deid_core.surrogate_map import InMemorySurrogateMapping
 
 SECRET = b"s3cret"
 TEXT = "Pt John Smith (MRN 004512) seen 03/14/2067 at Mercy Hospital, age 92."

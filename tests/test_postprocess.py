@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from deid_core.engine.postprocess import PostFilter, apply_filters, load_filters
 from deid_core.errors import InvalidSpan, RuleError, UnsupportedFormat
-from deid_core.postprocess import PostFilter, apply_filters, load_filters
 from deid_core.spans import Span
 
 

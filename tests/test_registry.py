@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from deid_core.registry import (
+from deid_core.learning.registry import (
     RetrainPolicy,
     decide,
     is_heldout,
@@ -195,7 +195,7 @@ def test_learning_curve_from_model_history() -> None:
 
 
 def test_retrain_due_counts_reviews_since_the_latest_candidate(store) -> None:  # noqa: ANN001
-    from deid_core.registry import retrain_due
+    from deid_core.learning.registry import retrain_due
     from deid_core.store import repository as repo
 
     repo.create_project(store, "al", settings={"retrain_every": 3})
@@ -218,7 +218,7 @@ def test_retrain_due_counts_reviews_since_the_latest_candidate(store) -> None:  
 
 
 def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # noqa: ANN001
-    from deid_core.registry import retrain_due
+    from deid_core.learning.registry import retrain_due
     from deid_core.store import repository as repo
 
     # The demo's starter model was trained on 300 notes outside the project; none of the

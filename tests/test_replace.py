@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from deid_core.corpus import read_jsonl, write_jsonl
 from deid_core.errors import InvalidSpan, OverlappingSpans
-from deid_core.replace import OffsetMap, Replacement, Segment, apply_replacements
+from deid_core.protect.replace import OffsetMap, Replacement, Segment, apply_replacements
 from deid_core.spans import Document, Span
 
 

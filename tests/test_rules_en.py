@@ -11,9 +11,9 @@ import re
 
 import pytest
 
+from deid_core.engine.merge import merge_spans
+from deid_core.engine.rules import Rule, RuleSet, load_rules
 from deid_core.errors import RuleError, UnsupportedFormat
-from deid_core.merge import merge_spans
-from deid_core.rules import Rule, RuleSet, load_rules
 from deid_core.spans import Span
 
 
@@ -401,7 +401,7 @@ def test_bad_anchor(kwargs: dict, message: str) -> None:
 
 
 def test_anchor_windows_widen_to_whitespace() -> None:
-    from deid_core.rules import anchor_windows
+    from deid_core.engine.rules import anchor_windows
 
     text = "alpha beta 12 gamma delta"
     assert anchor_windows(text, re.compile(r"\d"), 2, 2) == [(6, 19)]
@@ -487,7 +487,7 @@ def test_cli_rules_check_apply_score(tmp_path, capsys) -> None:
 
 
 def test_rule_report_counts(rules: RuleSet) -> None:
-    from deid_core.rules import rule_report
+    from deid_core.engine.rules import rule_report
     from deid_core.spans import Document
 
     text = "Fax: 648-875-5821 and SSN 123-45-6789"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from deid_core.merge import merge_spans
-from deid_core.rules import RuleSet, load_rules
-from deid_core.validators import dni_nif_letter, nass
+from deid_core.engine.merge import merge_spans
+from deid_core.engine.rules import RuleSet, load_rules
+from deid_core.engine.validators import dni_nif_letter, nass
 
 
 @pytest.fixture(scope="module")

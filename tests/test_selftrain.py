@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from deid_core.registry import RetrainPolicy
-from deid_core.selftrain import SelfTrainConfig, select_silver, self_train, silver_trainer
+from deid_core.learning.registry import RetrainPolicy
+from deid_core.learning.selftrain import SelfTrainConfig, select_silver, self_train, silver_trainer
 from deid_core.spans import Document, Span
 
 

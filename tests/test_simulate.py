@@ -7,18 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from deid_core.active import (
+from deid_core.cli import main
+from deid_core.cli.active import STRATEGY_NAMES
+from deid_core.corpus import write_jsonl
+from deid_core.engine.model import TrainConfig
+from deid_core.learning.active import (
     STRATEGIES,
     CRFEstimator,
     DocumentLearner,
     as_object_array,
     get_strategy,
 )
-from deid_core.cli import main
-from deid_core.cli.active import STRATEGY_NAMES
-from deid_core.corpus import write_jsonl
-from deid_core.model import TrainConfig
-from deid_core.simulate import curve_schedule, simulate, summarise
+from deid_core.learning.simulate import curve_schedule, simulate, summarise
 from deid_core.synthetic import generate_notes
 
 FAST = replace(TrainConfig(), max_iterations=10)

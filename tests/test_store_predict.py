@@ -8,8 +8,8 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.corpus import write_jsonl
+from deid_core.engine.model import DeidModel, TrainConfig, train_model
 from deid_core.errors import StoreError
-from deid_core.model import DeidModel, TrainConfig, train_model
 from deid_core.store import repository as repo
 from deid_core.store.predict import predict_queue
 from deid_core.synthetic import generate_notes

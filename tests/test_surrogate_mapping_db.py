@@ -13,8 +13,16 @@ from sqlalchemy import inspect, select, text
 
 from deid_core.cli import main
 from deid_core.errors import ExportRefused, LeakDetected, MappingConflict, PermissionDenied
-from deid_core.export import ExportConfig, export_project, recordable_entries
-from deid_core.operators import OperatorConfig, deidentify_document
+from deid_core.protect.export import ExportConfig, export_project, recordable_entries
+from deid_core.protect.operators import OperatorConfig, deidentify_document
+from deid_core.protect.surrogate_map import (
+    InMemorySurrogateMapping,
+    MappingEntry,
+    mapping_key,
+    normalise,
+    scope_id,
+)
+from deid_core.protect.surrogate_map_db import DbSurrogateMapping, export_surrogate_mapping
 from deid_core.spans import Document, Span
 from deid_core.store.audit import list_events
 from deid_core.store.engine import (
@@ -25,15 +33,7 @@ from deid_core.store.engine import (
 )
 from deid_core.store.models import SurrogateMappingRow
 from deid_core.store.repository import create_project, get_project, import_documents
-from deid_core.store.surrogates import DbSurrogateMapping, export_surrogate_mapping
 from deid_core.store.users import create_user, set_active
-from deid_core.surrogate_map import (
-    InMemorySurrogateMapping,
-    MappingEntry,
-    mapping_key,
-    normalise,
-    scope_id,
-)
 from deid_core.synthetic import generate_notes
 
 SECRET = b"0123456789abcdef-test-secret"
@@ -133,7 +133,7 @@ def test_conflict_names_key_prefix_and_label_and_adds_nothing(store, batch) -> N
 
 
 def test_entries_are_paged_in_key_order(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("deid_core.store.surrogates._PAGE", 7)
+    monkeypatch.setattr("deid_core.protect.surrogate_map_db._PAGE", 7)
     mapping = DbSurrogateMapping(store, _project(store, docs=[]))
     other = DbSurrogateMapping(store, create_project(store, "other").id)
     entries = [_entry(i) for i in range(30, 0, -1)]
@@ -293,10 +293,10 @@ def test_failed_export_leaves_no_mapping_rows(store, tmp_path: Path, monkeypatch
         def boom(*_a, **_k):  # type: ignore[no-untyped-def]
             raise OSError("disk full")
 
-        monkeypatch.setattr("deid_core.export.os.replace", boom)
+        monkeypatch.setattr("deid_core.protect.export.os.replace", boom)
         expected: type[BaseException] = OSError
     elif failure == "leak":
-        monkeypatch.setattr("deid_core.export.check_deidentified", _always_leaks)
+        monkeypatch.setattr("deid_core.protect.export.check_deidentified", _always_leaks)
         expected = LeakDetected
     else:
         import_documents(store, "p1", generate_notes(2, seed=99), annotations="none")
@@ -309,7 +309,7 @@ def test_failed_export_leaves_no_mapping_rows(store, tmp_path: Path, monkeypatch
 
 
 def _always_leaks(pairs, **kwargs):  # type: ignore[no-untyped-def]
-    from deid_core.leakcheck import LeakHit, LeakReport
+    from deid_core.protect.leakcheck import LeakHit, LeakReport
 
     doc, _ = pairs[0]
     hit = LeakHit(doc.id, 0, 1, "PATIENT", doc.id, "exact", "text")

@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deid_core.errors import MappingConflict, PermissionDenied, UnsupportedFormat
-from deid_core.schemes import load_scheme
-from deid_core.surrogate_map import (
+from deid_core.protect.surrogate_map import (
     InMemorySurrogateMapping,
     MappingEntry,
     default_secret_path,
@@ -19,7 +18,8 @@ from deid_core.surrogate_map import (
     normalise,
     scope_id,
 )
-from deid_core.surrogates import SurrogateGenerator, label_kinds
+from deid_core.protect.surrogates import SurrogateGenerator, label_kinds
+from deid_core.schemes import load_scheme
 
 SECRET = b"project-secret"
 

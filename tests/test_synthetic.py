@@ -16,6 +16,8 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.corpus import document_to_dict, read_jsonl
+from deid_core.engine.tagging import alignment_upper_bound
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import UnsupportedFormat
 from deid_core.schemes import load_scheme
 from deid_core.spans import find_overlap
@@ -29,8 +31,6 @@ from deid_core.synthetic import (
 )
 from deid_core.synthetic.people import make_patient, timeline
 from deid_core.synthetic.templates import Section, Templates, check_templates, parse
-from deid_core.tagging import alignment_upper_bound
-from deid_core.tokenize import tokenize
 
 N_CORPUS = 300
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from deid_core.engine.tagging import alignment_upper_bound, spans_to_tags, tags_to_spans
+from deid_core.engine.tokenize import _spacy_tokenizer, spacy_doc, tokenize
 from deid_core.errors import MisalignedSpan
 from deid_core.spans import Span
-from deid_core.tagging import alignment_upper_bound, spans_to_tags, tags_to_spans
-from deid_core.tokenize import _spacy_tokenizer, spacy_doc, tokenize
 
 
 @pytest.mark.parametrize(

@@ -95,8 +95,8 @@ def test_pairs_must_match():
 
 
 def test_sweep_equals_decoding_each_bias_on_a_real_model(monkeypatch):
-    from deid_core import decoder
-    from deid_core.model import TrainConfig, train_model
+    from deid_core.engine import decoder
+    from deid_core.engine.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.synthetic import generate_notes
     from deid_core.ui.bias import corpus_sweep_spans, sweep_spans

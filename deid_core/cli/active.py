@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-# deid_core.active (modAL, scikit-learn) is imported only when the command
+# deid_core.learning.active (modAL, scikit-learn) is imported only when the command
 # runs: every deid-workbench invocation imports this module to register it.
 STRATEGY_NAMES = "least_confident, entropy, margin, phi_mass, random"
 
@@ -68,7 +68,7 @@ def loop_config(algorithm: str | None, max_iterations: int | None) -> Any:
         return None
     from dataclasses import replace
 
-    from deid_core.model import TrainConfig
+    from deid_core.engine.model import TrainConfig
 
     changes: dict[str, Any] = {}
     if algorithm is not None:
@@ -82,8 +82,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from deid_core.corpus import read_jsonl
+    from deid_core.learning.simulate import simulate
     from deid_core.schemes import load_scheme
-    from deid_core.simulate import simulate
 
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     pool = read_jsonl(args.pool)

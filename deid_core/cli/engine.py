@@ -116,8 +116,8 @@ def _scheme(name: str | None):  # type: ignore[no-untyped-def]
 
 def run_train(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl
+    from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.evaluation import evaluate
-    from deid_core.model import TrainConfig, train_model, with_config
 
     docs = read_jsonl(args.data)
     dev = read_jsonl(args.dev) if args.dev else None
@@ -170,7 +170,7 @@ def _without_examples(result: dict[str, Any]) -> dict[str, Any]:
 
 def run_predict(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl, write_jsonl
-    from deid_core.model import DeidModel, freeze_loaded_heap
+    from deid_core.engine.model import DeidModel, freeze_loaded_heap
 
     model = DeidModel.load(args.model)
     docs = read_jsonl(args.input, allow_overlap=True)
@@ -198,7 +198,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_bias_sweep(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl
-    from deid_core.model import DeidModel, bias_grid, bias_sweep
+    from deid_core.engine.model import DeidModel, bias_grid
+    from deid_core.evaluation.bias_sweep import bias_sweep
 
     grid = bias_grid(args.start, args.stop, args.step)
     model = DeidModel.load(args.model)

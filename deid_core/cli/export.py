@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from deid_core.errors import LeakDetected, UnsupportedFormat
-from deid_core.surrogate_map import load_or_create_secret, read_secret
+from deid_core.protect.surrogate_map import load_or_create_secret, read_secret
 
 __all__ = ["read_secret", "register", "run_deidentify", "run_export", "secret_for"]
 
@@ -75,7 +75,7 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
     """``--engine dask``: the same per-note path, run per partition on a Dask cluster."""
     from tqdm import tqdm
 
-    from deid_core.batch import BatchSettings, run_batch
+    from deid_core.protect.batch import BatchSettings, run_batch
 
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     if created:
@@ -122,10 +122,10 @@ def run_deidentify(args: argparse.Namespace) -> int:
     args.input = args.input[0]
 
     from deid_core.corpus import atomic_write_text, iter_jsonl
-    from deid_core.deidentify import Deidentifier
-    from deid_core.leakcheck import LeakReport, check_deidentified
-    from deid_core.model import freeze_loaded_heap
-    from deid_core.operators import patient_key_from_meta
+    from deid_core.engine.model import freeze_loaded_heap
+    from deid_core.protect.deidentify import Deidentifier
+    from deid_core.protect.leakcheck import LeakReport, check_deidentified
+    from deid_core.protect.operators import patient_key_from_meta
 
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     # The same per-note path as the Dask batch job, so both give the same bytes.
@@ -183,12 +183,12 @@ def run_deidentify(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     from deid_core.cli.store import _actor, tqdm_progress
-    from deid_core.deidentify import operator_config
-    from deid_core.export import ExportConfig, export_project
+    from deid_core.protect.deidentify import operator_config
+    from deid_core.protect.export import ExportConfig, export_project
+    from deid_core.protect.surrogate_map import default_secret_path
+    from deid_core.protect.surrogate_map_db import check_mapping_export, export_surrogate_mapping
     from deid_core.store import open_store
     from deid_core.store.repository import get_project
-    from deid_core.store.surrogates import check_mapping_export, export_surrogate_mapping
-    from deid_core.surrogate_map import default_secret_path
 
     if not args.output and not args.mapping_out:
         print("error: give --output (a new export) and/or --mapping-out (the surrogate mapping)",
@@ -241,7 +241,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from deid_core.export import FORMATS
+    from deid_core.protect.export import FORMATS
 
     d = subparsers.add_parser(
         "deidentify", help="de-identify a JSONL corpus with a model (no review), for pipelines",

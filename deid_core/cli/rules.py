@@ -17,9 +17,9 @@ from typing import Any
 from tqdm import tqdm
 
 from deid_core.corpus import iter_jsonl, read_jsonl, write_jsonl
-from deid_core.merge import DEFAULT_PRIORITY, MergeConfig, merge_spans
-from deid_core.postprocess import apply_filters, load_filters
-from deid_core.rules import BUILTIN_RULE_LANGUAGES, load_rules, rule_report
+from deid_core.engine.merge import DEFAULT_PRIORITY, MergeConfig, merge_spans
+from deid_core.engine.postprocess import apply_filters, load_filters
+from deid_core.engine.rules import BUILTIN_RULE_LANGUAGES, load_rules, rule_report
 from deid_core.spans import Document
 
 

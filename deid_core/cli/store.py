@@ -235,7 +235,7 @@ def run_predict_queue(args: argparse.Namespace) -> int:
 def run_models_register(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from deid_core.model import DeidModel
+    from deid_core.engine.model import DeidModel
     from deid_core.store.repository import register_model_version
 
     path = Path(args.path).resolve()

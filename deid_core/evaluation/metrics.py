@@ -14,9 +14,9 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from deid_core.engine.tokenize import Token, Tokenized, tokenize
 from deid_core.errors import DocumentMismatch
 from deid_core.spans import Document, Span
-from deid_core.tokenize import Token, Tokenized, tokenize
 
 # label -> [tp, fp, fn]
 LabelCounts = dict[str, list[int]]

@@ -12,6 +12,7 @@ from typing import Any
 
 from scipy.stats import spearmanr
 
+from deid_core.engine.tokenize import tokenize
 from deid_core.evaluation.metrics import (
     LabelCounts,
     Progress,
@@ -30,7 +31,6 @@ from deid_core.evaluation.metrics import (
 from deid_core.evaluation.taxonomy import CATEGORIES, EXTENT_KINDS, error_report
 from deid_core.schemes import LabelScheme
 from deid_core.spans import Document
-from deid_core.tokenize import tokenize
 
 CRITERIA = ("strict", "relaxed", "token")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import UnsupportedFormat
 from deid_core.evaluation.metrics import (
     TokenSource,
@@ -24,7 +25,6 @@ from deid_core.evaluation.metrics import (
     token_counts,
 )
 from deid_core.spans import Document
-from deid_core.tokenize import tokenize
 
 CRITERIA = ("strict", "relaxed", "token", "char")
 MEASURES = ("precision", "recall", "f1")

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deid_core.corpus import atomic_write_text
+from deid_core.engine.tagging import spans_to_tags
+from deid_core.engine.tokenize import tokenize
 from deid_core.errors import CorpusFormatError
 from deid_core.spans import Document
-from deid_core.tagging import spans_to_tags
-from deid_core.tokenize import tokenize
 
 DOCSTART = "-DOCSTART-"
 

@@ -18,9 +18,9 @@ from spacy.tokens import DocBin
 from spacy.util import filter_spans
 
 from deid_core.corpus import atomic_write_text
+from deid_core.engine.tokenize import spacy_doc
 from deid_core.errors import CorpusFormatError
 from deid_core.spans import Document, Span
-from deid_core.tokenize import spacy_doc
 
 
 @dataclass

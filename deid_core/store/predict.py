@@ -56,7 +56,7 @@ def predict_queue(
     ``bias`` defaults to the project's O-label bias setting; ``redo`` predicts
     notes that already have a prediction from this model version too.
     """
-    from deid_core.model import DeidModel  # numpy/crfsuite: only when predicting
+    from deid_core.engine.model import DeidModel  # numpy/crfsuite: only when predicting
 
     info = get_project(engine, project)
     mv = active_model_version(engine, project)

@@ -25,7 +25,7 @@ Progress = Callable[[str, float], None]
 
 
 class Decoder(Protocol):
-    """What this module needs from ``deid_core.model.DeidModel``."""
+    """What this module needs from ``deid_core.engine.model.DeidModel``."""
 
     def decode(self, encoded: Any, bias: float = 0.0) -> Any: ...
 
@@ -90,7 +90,7 @@ def _batched_paths(model: Any, encoded: Sequence[Any], grid: Sequence[float]) ->
     """
     import numpy as np
 
-    from deid_core.decoder import sweep_paths
+    from deid_core.engine.decoder import sweep_paths
 
     sents = [(n, a, b) for n, e in enumerate(encoded) for a, b in e.sentences]
     views = [encoded[n].emissions[a:b] for n, a, b in sents]

@@ -27,7 +27,7 @@ def data_dir() -> Path:
 
 def project_secret(project_id: int) -> bytes:
     """The project's export secret (created 0600 on first use), shared with the CLI's export."""
-    from deid_core.surrogate_map import default_secret_path, load_or_create_secret
+    from deid_core.protect.surrogate_map import default_secret_path, load_or_create_secret
 
     return load_or_create_secret(default_secret_path(project_id))[0]
 

@@ -2,7 +2,7 @@
 
 ``retrain_project`` is what "Retrain now" runs in the background: it trains a
 candidate on the reviewed notes (imported gold included: it is reviewed too),
-lets :func:`deid_core.registry.retrain` compare it with the active model on
+lets :func:`deid_core.learning.registry.retrain` compare it with the active model on
 notes neither trained on, stores the candidate as a model version (active only
 when accepted), records the decision as an audit event, and re-predicts the
 queue with the new model when it was activated.
@@ -56,8 +56,8 @@ def retrain_project(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Train, compare, register, maybe activate and re-predict; returns a summary (no text)."""
-    from deid_core.model import DeidModel, TrainConfig, train_model
-    from deid_core.registry import RetrainPolicy, retrain
+    from deid_core.engine.model import DeidModel, TrainConfig, train_model
+    from deid_core.learning.registry import RetrainPolicy, retrain
     from deid_core.schemes import load_scheme
     from deid_core.ui.queue import predict_unreviewed
 
@@ -113,7 +113,7 @@ def activate_and_repredict(
     engine: Engine, project: str, version: str, actor: str, *, progress: Progress | None = None
 ) -> int:
     """Activate (or roll back to) a version and re-predict the queue with it."""
-    from deid_core.model import DeidModel
+    from deid_core.engine.model import DeidModel
     from deid_core.ui.queue import predict_unreviewed
 
     mv = repo.activate_model_version(engine, project, version, actor=actor)
@@ -129,8 +129,8 @@ def order_queue_by_strategy(
     engine: Engine, project: str, strategy: str, actor: str, *, progress: Progress | None = None
 ) -> int:
     """Score every unreviewed note with the strategy and store it as the queue order."""
-    from deid_core.active import get_strategy, rank_pool
-    from deid_core.model import DeidModel
+    from deid_core.engine.model import DeidModel
+    from deid_core.learning.active import get_strategy, rank_pool
 
     info = get_strategy(strategy)
     mv = repo.active_model_version(engine, project)
@@ -160,7 +160,7 @@ def order_queue_by_strategy(
 
 def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
     """Start a background retrain when the project's policy says it is due (after a save)."""
-    from deid_core.registry import retrain_due
+    from deid_core.learning.registry import retrain_due
     from deid_core.ui.jobs import get_job, start_job
 
     # Counted from the latest candidate, accepted or rejected, so a rejected

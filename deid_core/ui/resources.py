@@ -47,7 +47,7 @@ def engine() -> Engine:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def load_model(path: str, mtime: float) -> Any:
     """A loaded ``DeidModel``; ``mtime`` in the key reloads a directory that changed."""
-    from deid_core.model import DeidModel
+    from deid_core.engine.model import DeidModel
 
     return DeidModel.load(path)
 

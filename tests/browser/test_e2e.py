@@ -44,7 +44,7 @@ def free_port() -> int:
 
 
 def seed(url: str, model_root: Path) -> None:
-    from deid_core.model import TrainConfig, train_model
+    from deid_core.engine.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.spans import Document, Span
     from deid_core.store import repository as repo

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from deid_core.corpus import atomic_write_text, document_from_dict
-from deid_core.deidentify import Deidentifier
+from deid_core.engine.model import freeze_loaded_heap
 from deid_core.errors import CorpusFormatError, DeidError
-from deid_core.model import freeze_loaded_heap
-from deid_core.operators import patient_key_from_meta
+from deid_core.protect.deidentify import Deidentifier
+from deid_core.protect.operators import patient_key_from_meta
 from deid_core.spans import Document
 
 INPUT_KINDS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".csv": "csv"}

@@ -63,9 +63,9 @@ from typing import Any, Literal
 
 import yaml
 
-from deid_core.dateshift import date_precision
-from deid_core.surrogate_map import normalise
-from deid_core.surrogates import is_generic_place, label_kinds
+from deid_core.protect.dateshift import date_precision
+from deid_core.protect.surrogate_map import normalise
+from deid_core.protect.surrogates import is_generic_place, label_kinds
 
 _PLACE_KINDS = frozenset({"hospital", "health_centre", "organization", "street", "location", "city"})
 MIN_CHARS = 3

@@ -12,9 +12,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from deid_core.engine.tokenize import Token
 from deid_core.errors import MisalignedSpan
 from deid_core.spans import Span, sort_spans
-from deid_core.tokenize import Token
 
 OUTSIDE = "O"
 SCHEMES = ("BIO", "BIOES")

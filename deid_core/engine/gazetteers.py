@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from deid_core.engine.tokenize import Token
 from deid_core.errors import CorpusFormatError, ModelError
 from deid_core.spans import Span
-from deid_core.tokenize import Token
 
 GAZETTEER_FORMAT_VERSION = 1
 
@@ -184,7 +184,7 @@ def load_word_list(path: str | Path, label: str | None = None, *, lang: str = "e
     Phrases are tokenised with the clinical tokenizer so that they match the
     way notes are tokenised. Blank lines and ``#`` comments are skipped.
     """
-    from deid_core.tokenize import tokenize
+    from deid_core.engine.tokenize import tokenize
 
     p = Path(path)
     try:
@@ -248,7 +248,7 @@ def _phrase_words(phrase: str, lang: str) -> list[str]:
     words = phrase.split()
     if all(_SIMPLE_WORD.match(w) and not _CASE_CHANGE.search(w) for w in words):
         return words
-    from deid_core.tokenize import tokenize
+    from deid_core.engine.tokenize import tokenize
 
     return [t.text for t in tokenize(phrase, lang).tokens]
 

@@ -28,8 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from deid_core.crf import CRFWeights
-from deid_core.features import BOS, EOS
+from deid_core.engine.crf import CRFWeights
+from deid_core.engine.features import BOS, EOS
 
 Bounds = Sequence[tuple[int, int]]
 
@@ -397,7 +397,7 @@ class EmissionScorer:
 
     A token's score is the sum of the state weights of its attributes. Most
     attributes depend only on ``(offset, word)`` (see
-    ``deid_core.features``), so their summed weight vector is computed once
+    ``deid_core.engine.features``), so their summed weight vector is computed once
     per word type, for every window offset at once, and kept in a table: word
     ``w`` owns rows ``base(w) + j`` for offset ``offsets[j]``. A note then
     costs one dictionary lookup per token, a few array gathers, and its

@@ -302,7 +302,7 @@ def retrain(
     Pure apart from training: the caller records the returned decision (the
     store as a ModelVersion row and an audit event) and activates the model.
     """
-    from deid_core.tokenize import tokenize
+    from deid_core.engine.tokenize import tokenize
 
     policy = policy or RetrainPolicy()
     t0 = time.perf_counter()

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from deid_core.crf import CRFParams, CRFWeights, read_weights, train_crf
-from deid_core.decoder import (
+from deid_core.engine.crf import CRFParams, CRFWeights, read_weights, train_crf
+from deid_core.engine.decoder import (
     EmissionScorer,
     PartTerms,
     forward_backward_parts,
@@ -46,22 +46,22 @@ from deid_core.decoder import (
     viterbi,
     viterbi_sweep,
 )
-from deid_core.errors import ModelError, RuleError
-from deid_core.features import FeatureConfig, FeatureExtractor
-from deid_core.gazetteers import (
+from deid_core.engine.features import FeatureConfig, FeatureExtractor
+from deid_core.engine.gazetteers import (
     Gazetteer,
     build_gazetteer,
     builtin_gazetteer,
     load_word_list,
     merge_gazetteers,
 )
-from deid_core.merge import merge_spans
-from deid_core.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
-from deid_core.rules import RuleSet, load_rules, load_yaml_text
+from deid_core.engine.merge import merge_spans
+from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
+from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
+from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
+from deid_core.engine.tokenize import Token, Tokenized, tokenize
+from deid_core.errors import ModelError, RuleError
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
 from deid_core.spans import Document, Span
-from deid_core.tagging import OUTSIDE, spans_to_tags, tags_to_spans
-from deid_core.tokenize import Token, Tokenized, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -818,52 +818,3 @@ def bias_grid(start: float, stop: float, step: float) -> list[float]:
     n = int(np.floor((stop - start) / step + 1e-9)) + 1
     return [round(start + i * step, 9) for i in range(n)]
 
-
-def bias_sweep(
-    model: DeidModel,
-    gold: Sequence[Document],
-    biases: Sequence[float],
-    *,
-    progress: ProgressFn | None = None,
-    recall_target: float = 0.99,
-) -> dict[str, Any]:
-    """Strict, token and character P/R/F at each bias (the ``bias-sweep --json`` contract).
-
-    ``first_bias_char_recall_0_99`` is the largest bias (the most
-    precision-friendly end) whose character-level PHI recall reaches
-    ``recall_target``; null when none does. Each note is encoded once.
-    """
-    from deid_core.evaluation import char_prf, strict_prf, token_bounds, token_prf
-
-    grid = sorted(float(b) for b in biases)
-    per_bias: list[list[Document]] = [[] for _ in grid]
-    token_src: dict[str, Any] = {}
-    n = max(1, len(gold))
-    for i, doc in enumerate(gold):
-        encoded = model.encode(doc)
-        token_src[doc.id] = token_bounds(encoded.tokens)
-        for k, pred in enumerate(model.decode_many(encoded, grid)):
-            per_bias[k].append(pred.to_document(doc))
-        if progress is not None:
-            progress(f"decoded {i + 1} of {len(gold)}", 0.8 * (i + 1) / n)
-    points = []
-    for k, b in enumerate(grid):
-        preds = per_bias[k]
-        strict = strict_prf(gold, preds)
-        token = token_prf(gold, preds, lang=model.lang, tokens=token_src)
-        char = char_prf(gold, preds)
-        points.append({
-            "bias": b,
-            "strict": {m: strict[m] for m in ("precision", "recall", "f1")},
-            "token": {m: token[m] for m in ("precision", "recall", "f1")},
-            "char": {m: char[m] for m in ("precision", "recall", "f1")},
-        })
-        if progress is not None:
-            progress(f"scored bias {b:g}", 0.8 + 0.2 * (k + 1) / len(grid))
-    reaching = [p["bias"] for p in points if p["char"]["recall"] >= recall_target]
-    return {
-        "points": points,
-        "first_bias_char_recall_0_99": max(reaching) if reaching else None,
-        "model_version": model.version,
-        "documents": len(gold),
-    }

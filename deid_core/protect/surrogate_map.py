@@ -1,7 +1,7 @@
 """The consistency mapping: which surrogate replaced which (hashed) original.
 
 Surrogates are a pure function of ``(secret, scope, kind, normalised value)``
-(see ``deid_core.surrogates``), so partitions of a corpus processed on
+(see ``deid_core.protect.surrogates``), so partitions of a corpus processed on
 different workers agree without sharing state. The mapping store therefore
 does not *decide* surrogates; it *records* them, keyed by an HMAC-SHA256 of
 the original under the project secret, so that:

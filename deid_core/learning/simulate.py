@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from deid_core.active import CRFEstimator, DocumentLearner, as_object_array, get_strategy
-from deid_core.registry import evaluate_predictions, predict_documents
+from deid_core.engine.tokenize import tokenize
+from deid_core.learning.active import CRFEstimator, DocumentLearner, as_object_array, get_strategy
+from deid_core.learning.registry import evaluate_predictions, predict_documents
 from deid_core.spans import Document
-from deid_core.tokenize import tokenize
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from deid_core.engine.rules import load_yaml_text, parse_flags
 from deid_core.errors import RuleError, UnsupportedFormat
-from deid_core.rules import load_yaml_text, parse_flags
 from deid_core.spans import Span, sort_spans
 
 BUILTIN_FILTER_LANGUAGES = ("en", "es")

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from deid_core.dateshift import DEFAULT_MAX_DAYS
 from deid_core.errors import UnsupportedFormat
-from deid_core.replace import OffsetMap, Replacement, apply_replacements
+from deid_core.protect.dateshift import DEFAULT_MAX_DAYS
+from deid_core.protect.replace import OffsetMap, Replacement, apply_replacements
+from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping
+from deid_core.protect.surrogates import KINDS, SurrogateGenerator
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
-from deid_core.surrogate_map import MappingEntry, SurrogateMapping
-from deid_core.surrogates import KINDS, SurrogateGenerator
 
 OperatorKind = Literal["tag", "redact", "surrogate", "keep"]
 OPERATOR_KINDS = ("tag", "redact", "surrogate", "keep")

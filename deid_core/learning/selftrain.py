@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deid_core.registry import Comparison, RetrainPolicy, compare, split_reviewed
+from deid_core.learning.registry import Comparison, RetrainPolicy, compare, split_reviewed
 from deid_core.spans import Document
 
 log = logging.getLogger(__name__)

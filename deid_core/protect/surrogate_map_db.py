@@ -1,7 +1,7 @@
 """The surrogate mapping in the database: HMAC key of an original -> the surrogate used.
 
 Surrogates are a pure function of the project secret and the original (see
-``deid_core.surrogates``), so the table does not decide anything: it records
+``deid_core.protect.surrogates``), so the table does not decide anything: it records
 what exports used, so that an admin can audit or export it and a changed
 secret (or Faker version) is caught as a ``MappingConflict`` instead of
 silently giving one patient two names across releases. Rows hold the HMAC key,
@@ -28,10 +28,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from deid_core.errors import MappingConflict, NotFound, PermissionDenied
+from deid_core.protect.surrogate_map import MappingEntry, export_mapping, normalise
 from deid_core.store.audit import record_event
 from deid_core.store.engine import read_session, write_session
 from deid_core.store.models import SurrogateMappingRow, utcnow
-from deid_core.surrogate_map import MappingEntry, export_mapping, normalise
 
 _TABLE = SurrogateMappingRow.__table__
 _CHUNK = 500  # keys per statement: well under SQLite's bound-parameter limit

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from deid_core.engine.validators import VALIDATORS, Validator
 from deid_core.errors import RuleError, UnsupportedFormat
 from deid_core.spans import Span, sort_spans
-from deid_core.validators import VALIDATORS, Validator
 
 BUILTIN_RULE_LANGUAGES = ("en", "es")
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from deid_core.corpus import document_to_dict
-from deid_core.leakcheck import LeakReport, check_deidentified
-from deid_core.model import DeidModel
-from deid_core.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.engine.model import DeidModel
+from deid_core.protect.leakcheck import LeakReport, check_deidentified
+from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
 from deid_core.spans import Document
 
 

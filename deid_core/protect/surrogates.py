@@ -7,7 +7,7 @@ the same name in two notes of one patient gets the same surrogate even when
 the notes are processed by different workers, and without the secret a
 surrogate says nothing about its original. ``scope`` is the patient (default)
 or the whole corpus (``consistency="corpus"``); dates always shift per
-patient (see ``deid_core.dateshift``).
+patient (see ``deid_core.protect.dateshift``).
 
 Form is kept where it carries no identity:
 
@@ -50,10 +50,10 @@ from typing import Any, Literal
 import yaml
 from faker import Faker
 
-from deid_core.dateshift import DEFAULT_MAX_DAYS, patient_offset_days, shift_date
 from deid_core.errors import UnsupportedFormat
+from deid_core.protect.dateshift import DEFAULT_MAX_DAYS, patient_offset_days, shift_date
+from deid_core.protect.surrogate_map import MappingEntry, mapping_key, normalise, scope_id
 from deid_core.schemes import LabelScheme
-from deid_core.surrogate_map import MappingEntry, mapping_key, normalise, scope_id
 
 Consistency = Literal["patient", "corpus"]
 Status = Literal["replaced", "kept", "unsupported"]

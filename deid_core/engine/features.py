@@ -5,7 +5,7 @@ Feature extraction is the tagging bottleneck, so features come in two parts:
 * *type features* depend only on a word and its offset in the window (the
   word itself, affixes, the two shapes, orthographic flags). They are cached
   per ``(offset, word)`` and, on the decoding side, mapped to attribute ids
-  once per word type (see ``deid_core.decoder.AttrIndex``);
+  once per word type (see ``deid_core.engine.decoder.AttrIndex``);
 * *context features* depend on the token's place in the note (sentence,
   line, section header, "Key: value" structure, gazetteer and rule matches).
   There are only a handful per token.
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from deid_core.gazetteers import Gazetteer
+from deid_core.engine.gazetteers import Gazetteer
+from deid_core.engine.tokenize import Token, Tokenized
 from deid_core.spans import Span
-from deid_core.tokenize import Token, Tokenized
 
 FEATURE_FORMAT_VERSION = 1
 

@@ -62,10 +62,15 @@ from deid_core.formats.brat import format_ann
 from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
-from deid_core.leakcheck import LeakReport, check_deidentified
-from deid_core.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.protect.leakcheck import LeakReport, check_deidentified
+from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.protect.surrogate_map import (
+    MappingEntry,
+    SurrogateMapping,
+    mapping_key,
+    secret_fingerprint,
+)
 from deid_core.spans import Document
-from deid_core.surrogate_map import MappingEntry, SurrogateMapping, mapping_key, secret_fingerprint
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
 MANIFEST_VERSION = 1
@@ -452,10 +457,10 @@ def export_project(
     that contradicts the stored mapping) is recorded too, as
     ``export_refused`` with the reason, and re-raised.
     """
+    from deid_core.protect.surrogate_map_db import DbSurrogateMapping
     from deid_core.store.audit import record_event
     from deid_core.store.engine import write_session
     from deid_core.store.repository import UNREVIEWED, count_documents, get_project
-    from deid_core.store.surrogates import DbSurrogateMapping
 
     info = get_project(engine, project)
     if mapping is None:
@@ -495,12 +500,12 @@ def export_mapping_as(
     """Write a given (e.g. in-memory) mapping if ``username`` is an active admin (audited).
 
     A project's mapping in the database is exported with
-    ``store.surrogates.export_surrogate_mapping``, which also audits refusals.
+    ``protect.surrogate_map_db.export_surrogate_mapping``, which also audits refusals.
     """
+    from deid_core.protect.surrogate_map import export_mapping
     from deid_core.store.audit import record_event
     from deid_core.store.engine import write_session
     from deid_core.store.users import get_user
-    from deid_core.surrogate_map import export_mapping
 
     user = get_user(engine, username)
     role = user.role if getattr(user, "active", True) else "inactive"

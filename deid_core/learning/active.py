@@ -55,7 +55,7 @@ _EPS = 1e-12
 
 
 class PredictionLike(Protocol):
-    """What a strategy reads from ``deid_core.model.Prediction``."""
+    """What a strategy reads from ``deid_core.engine.model.Prediction``."""
 
     doc_id: str
     marginals: Any  # numpy array (n_tokens, n_tags)
@@ -405,7 +405,7 @@ class DocumentLearner(ActiveLearner):
 
 
 class CRFEstimator(BaseEstimator):
-    """scikit-learn face of ``deid_core.model.train_model`` for modAL.
+    """scikit-learn face of ``deid_core.engine.model.train_model`` for modAL.
 
     ``X`` holds documents; ``y``, when given, holds the reviewed versions of
     the same documents (their spans are the labels); otherwise ``X``'s own
@@ -425,7 +425,7 @@ class CRFEstimator(BaseEstimator):
         self.progress = progress
 
     def fit(self, X: Any, y: Any = None) -> CRFEstimator:
-        from deid_core.model import train_model
+        from deid_core.engine.model import train_model
 
         docs = list(y) if y is not None else list(X)
         if len(docs) != len(X):
