@@ -27,7 +27,13 @@ from deid_core.ui.editing import (
 )
 from deid_core.ui.learning import maybe_retrain
 from deid_core.ui.queue import claim_next_note, patient_document_ids
-from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html, shortcut_order
+from deid_core.ui.render import (
+    DEFAULT_UNCERTAIN_BELOW,
+    page_html,
+    render_legend_html,
+    render_marks_legend_html,
+    shortcut_order,
+)
 from deid_core.ui.resources import guard, model_at
 from deid_core.ui.review import (
     ModelView,
@@ -246,7 +252,7 @@ if action and str(action.get("doc_id")) == str(layers.doc_id):
     st.rerun()
 
 with st.expander("Legend"):
-    st.html(render_legend_html(labels, scheme, numbered=True))
+    st.html(page_html(render_legend_html(labels, scheme, numbered=True) + render_marks_legend_html()))
 
 # ---------------------------------------------------------------- apply to all
 with st.expander("Apply to all identical strings"):
@@ -298,7 +304,7 @@ with st.expander("Apply to all identical strings"):
         if not rows:
             st.info("Nothing would change.")
         else:
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder="")
             n_docs = len({r["note"] for r in rows})
             if st.button(f"Apply {len(rows)} change(s) in {n_docs} note(s)", type="primary",
                          key="aa_apply"):

@@ -66,6 +66,10 @@ def _defaults() -> dict[str, Any]:
         "conflict": None,  # last ReviewConflict for the open document
         "train_job": None,  # background retraining job handle
         "predict_job": None,  # background re-prediction job handle
+        "jobs_seen": set(),  # background jobs whose end a full page run has shown
+        "import_round": 0,  # bumps after an import: the uploader starts empty again
+        "import_report": None,  # what the last import did, shown after its rerun
+        "last_export": None,  # the last export's folder and summary: downloads stay on screen
     }
 
 
