@@ -56,6 +56,8 @@ def _defaults() -> dict[str, Any]:
         "user": None,  # SessionUser | None
         "project": None,  # name of the project being worked on
         "last_seen": None,  # float seconds
+        "session_token": None,  # SessionToken behind the cookie (deid_core.ui.session_token)
+        "cookie": None,  # cookie value to write on this run: a token, "" to clear, None: leave
         "flash": [],  # (kind, message) shown once on the next run
         "drafts": {},  # doc id -> EditState: unsaved edits survive reruns
         "opened": {},  # doc id -> store version the reviewer opened (optimistic save base)

@@ -73,3 +73,37 @@ def review_editor(payload: dict[str, Any], *, key: str = "review_editor") -> dic
     result = _renderer(key=key, data=payload, on_action_change=lambda: None)
     action = getattr(result, "action", None)
     return action if isinstance(action, dict) else None
+
+
+_COOKIE_JS = """
+export default function (component) {
+  const d = component.data || {};
+  if (typeof d.value !== "string" || !/^[A-Za-z0-9_.@~-]*$/.test(d.value)) return;
+  const secure = location.protocol === "https:" ? "; Secure" : "";
+  const life = d.value === "" ? "Max-Age=0" : "Max-Age=" + Number(d.max_age);
+  document.cookie = d.name + "=" + d.value + "; Path=/; " + life + "; SameSite=Strict" + secure;
+}
+"""
+_cookie_renderer: Any = None
+
+
+def session_cookie(state: Any, *, key: str = "deid_session_cookie") -> None:
+    """Write ``state["cookie"]`` to the browser (a token, or "" to clear it), once.
+
+    Components v2 run their JavaScript in the page itself, so ``document.cookie``
+    reaches the app's origin; Streamlit reads it back through ``st.context.cookies``
+    when the next session (a reload) starts. The value is a signed token without
+    PHI (:mod:`deid_core.ui.session_token`); ``SameSite=Strict``, ``Secure`` on HTTPS.
+    """
+    global _cookie_renderer
+    import streamlit as st
+
+    from deid_core.ui.session_token import COOKIE_NAME, MAX_AGE_SECONDS
+
+    if _cookie_renderer is None:
+        _cookie_renderer = st.components.v2.component(
+            "deid_session_cookie", html="", js=_COOKIE_JS, isolate_styles=False
+        )
+    value = state.get("cookie")
+    state["cookie"] = None  # written once; the next run leaves the cookie alone
+    _cookie_renderer(key=key, data={"name": COOKIE_NAME, "value": value, "max_age": MAX_AGE_SECONDS})
