@@ -115,8 +115,9 @@ def test_editor_payload_sanitises_colours_and_keeps_text_as_data():
                              labels=["PATIENT", "<i>L</i>"],
                              colours={"PATIENT": "red;x:url(y)", "<i>L</i>": "#123456"})
     assert [lab["c"] for lab in payload["labels"]] == [FALLBACK_COLOUR, "#123456"]
-    assert payload["segments"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
-    assert "".join(s["t"] for s in payload["segments"]) == text and payload["rev"] == 3
+    assert payload["spans"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
+    assert payload["text"] == text and payload["rev"] == "3"
+    assert payload["origin"] == payload["spans"]  # opened on this layer
 
 
 @pytest.mark.parametrize(
