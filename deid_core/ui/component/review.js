@@ -186,7 +186,8 @@ export default function (component) {
   // ------------------------------------------------------------ edits (local, undoable)
   function commit(next, activeAfter) {
     sortSpans(next);
-    if (sameLayer(next, st.spans)) return false;
+    const same = (a, b) => sameLayer(a, b) && a.every((x, i) => x.src === b[i].src);
+    if (same(next, st.spans)) return false;
     st.undo.push(st.spans);
     if (st.undo.length > 200) st.undo.shift();
     st.redo = [];
@@ -571,7 +572,7 @@ export default function (component) {
     const at = currentOffset();
     const list = st.spans;
     let target;
-    if (dir > 0) target = list.find((s) => s.s > at) || list[0];
+    if (dir > 0) target = list.find((s) => (st.active ? s.s > at : s.s >= at)) || list[0];
     else target = list.slice().reverse().find((s) => s.s < at) || list[list.length - 1];
     focusItem(target, "span");
   }
@@ -582,7 +583,7 @@ export default function (component) {
     items.sort((a, b) => a.x.s - b.x.s);
     const at = currentOffset();
     let target;
-    if (dir > 0) target = items.find((i) => i.x.s > at) || items[0];
+    if (dir > 0) target = items.find((i) => (st.active ? i.x.s > at : i.x.s >= at)) || items[0];
     else target = items.slice().reverse().find((i) => i.x.s < at) || items[items.length - 1];
     focusItem(target.x, target.kind);
   }
@@ -666,8 +667,8 @@ export default function (component) {
       st.showMenu = kind === "span";
       draw();
     } else {
-      const piece = e.target.closest ? e.target.closest("[data-s]") : null;
-      if (piece) st.cursor = tokenAt(Number(piece.dataset.s));
+      const at = sel && sel.rangeCount ? offsetOf(sel.anchorNode, sel.anchorOffset) : null;
+      if (at !== null && at !== undefined) st.cursor = tokenAt(at);
       st.active = null;
       st.showMenu = false;
       draw();
