@@ -217,3 +217,15 @@ def test_layer_from_browser_rejects_bad_layers(sent, message):
 
     with pytest.raises(EditRejected, match=message):
         layer_from_browser(EditState.start([]), sent, TOKENS, len(TEXT), "rita", ["PATIENT", "DOCTOR"])
+
+
+def test_layer_from_browser_keeps_an_imported_label_the_scheme_lacks_but_refuses_new_ones():
+    from deid_core.ui.editing import layer_from_browser
+
+    imported = Span(0, 4, "<img onerror=x>", "import", 1.0)
+    state = EditState.start([imported])
+    out = layer_from_browser(state, _browser([imported]), TOKENS, len(TEXT), "rita", ["PATIENT"])
+    assert out.spans == (imported,)
+    moved = [dict(_browser([imported])[0], e=7)]
+    with pytest.raises(EditRejected, match="label outside"):
+        layer_from_browser(state, moved, TOKENS, len(TEXT), "rita", ["PATIENT"])

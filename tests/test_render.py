@@ -14,7 +14,6 @@ from deid_core.ui.render import (
     render_note_html,
     safe_colour,
     segment_note,
-    segments_payload,
     text_colour,
 )
 
@@ -97,14 +96,6 @@ def test_unknown_label_gets_fallback_colour_and_numbered_legend():
     assert f"background:{FALLBACK_COLOUR}" in out
     legend = render_legend_html(["PATIENT", "DATE"], SCHEME, numbered=True)
     assert "<kbd>1</kbd>" in legend and "<kbd>2</kbd>" in legend
-
-
-def test_payload_carries_text_for_textcontent_only():
-    text = "Ann <b>x</b>"
-    segs = segment_note(len(text), [Span(0, 3, "PATIENT", "crf:v", 0.5)])
-    payload = segments_payload(text, segs, {"PATIENT": "#e6194b"})
-    assert "".join(p["t"] for p in payload) == text
-    assert payload[0]["u"] is True and payload[0]["c"] == "#e6194b"
 
 
 def test_editor_payload_sanitises_colours_and_keeps_text_as_data():

@@ -331,8 +331,9 @@ def layer_from_browser(
 ) -> EditState:
     """The layer the review component edited locally, checked like any other input.
 
-    Every span must start and end on token boundaries inside the note, carry a
-    label of the project's scheme and overlap no other span. Provenance is not
+    Every span must start and end on token boundaries inside the note, overlap
+    no other span and carry a label of the project's scheme (unless it is a span
+    the server sent as is, such as an imported one). Provenance is not
     taken from the browser: a span identical (offsets and label) to one of the
     current layer or of the layer the note was opened on keeps that span's
     source and score, every other span is the reviewer's (``human:<author>``,
@@ -356,9 +357,10 @@ def layer_from_browser(
             raise EditRejected(f"span {i} has offsets outside the note ({start!r}..{end!r})")
         if start not in starts or end not in ends:
             raise EditRejected(f"span {i} at {start}..{end} does not start and end on tokens")
-        if not isinstance(label, str) or label not in allowed:
+        previous = known.get((start, end, label)) if isinstance(label, str) else None
+        if previous is None and (not isinstance(label, str) or label not in allowed):
+            # an imported span may carry a label the scheme lacks; a new one may not
             raise EditRejected(f"span {i} at {start}..{end} has a label outside the project's scheme")
-        previous = known.get((start, end, label))
         if previous is not None and item.get("src") != mine:
             out.append(previous)
         else:

@@ -218,24 +218,6 @@ def page_html(body: str) -> str:
     return f'<style>{NOTE_CSS}</style><div class="deid-static">{body}</div>'
 
 
-def segments_payload(
-    text: str,
-    segments: Sequence[Segment],
-    colours: Mapping[str, str],
-) -> list[dict[str, object]]:
-    """Segments as JSON for the review component, which sets them with ``textContent``."""
-    out: list[dict[str, object]] = []
-    for seg in segments:
-        item: dict[str, object] = {"s": seg.start, "e": seg.end, "k": seg.kind,
-                                   "t": text[seg.start : seg.end]}
-        if seg.kind != "text":
-            colour = safe_colour(colours.get(seg.label))
-            item.update(l=seg.label, c=colour, fg=text_colour(colour), u=seg.uncertain,
-                        title=span_title(seg))
-        out.append(item)
-    return out
-
-
 #: Keys 1-9 go to the labels reviewers need most. For i2b2 2014 this is the
 #: frequency order of the 2014 training data (dates, names, hospitals, ages and
 #: record numbers dominate); other schemes keep their own order unless the

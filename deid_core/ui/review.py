@@ -89,10 +89,6 @@ def follow_model(state: EditState | None, model_spans: Sequence[Span], reviewed:
     return state
 
 
-def uncertain_count(spans: Sequence[Span], below: float) -> int:
-    return sum(1 for s in spans if s.score < below)
-
-
 def hints_for(shown: Sequence[Span], live: ModelView) -> tuple[Span, ...]:
     """Where to look when the layer shown is not the live model's (an import, an older model).
 

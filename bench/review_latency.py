@@ -1,0 +1,298 @@
+"""Reviewer latency in real Chromium: a scripted review session of 30 notes.
+
+Starts the app (``streamlit run app.py`` from the checkout, so the project's
+``.streamlit/config.toml`` applies) on a temporary SQLite store holding 30
+synthetic notes whose pre-annotation was damaged on purpose: a false span to
+delete, a missing span to add, a wrong label to fix, a span one token short to
+extend (some notes are left clean). A scripted reviewer in Debian's chromium
+(Playwright) fixes each note with the keyboard (a mouse drag to select text
+for additions) and accepts it with ``A``.
+
+Measured:
+
+- ``edit_ms``: one edit key, from the keydown until the next animation frame
+  (the note redrawn), dispatched and timed inside the page with
+  ``performance.now()``; ``server_messages_during_edits`` counts websocket
+  messages the page sent while those edits ran (0: no server round trip);
+- ``next_note_ms``: from ``A`` until the next note's editor is drawn and ready;
+- keystrokes per correction, by kind (navigation keys included; an addition
+  also takes one mouse selection).
+
+At the end every saved note is compared with its intended layer. Prints one
+JSON object.
+
+    .venv/bin/python bench/review_latency.py [--notes 30] [--seed 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+PASSWORD = "bench password 1"
+
+PRESS = """async ([key, shift]) => {
+  const target = document.activeElement || document.body;
+  const t0 = performance.now();
+  target.dispatchEvent(new KeyboardEvent("keydown", {key, shiftKey: shift, bubbles: true,
+                                                     cancelable: true}));
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  return performance.now() - t0;
+}"""
+
+
+def damage(doc, tokens, rng):
+    """(prediction, corrections): the gold layer with 0-3 mistakes a reviewer must fix."""
+    from deid_core.spans import Span
+
+    gold = sorted(doc.spans, key=lambda s: s.start)
+    pred = [Span(s.start, s.end, s.label, "crf:bench", 0.95) for s in gold]
+    fixes = []
+    kinds = rng.sample(["delete", "add", "relabel", "extend"], k=rng.choice([0, 1, 2, 3]))
+    if "add" in kinds and len(pred) > 3:
+        victim = pred.pop(rng.randrange(len(pred)))
+        fixes.append(("add", victim))
+    if "relabel" in kinds and pred:
+        i = rng.randrange(len(pred))
+        wrong = "AGE" if pred[i].label != "AGE" else "DATE"
+        fixes.append(("relabel", pred[i]))
+        pred[i] = Span(pred[i].start, pred[i].end, wrong, "crf:bench", 0.6)
+    if "extend" in kinds:
+        multi = [i for i, s in enumerate(pred) if sum(1 for t in tokens if s.start <= t.start and t.end <= s.end) > 1
+                 and pred[i].source == "crf:bench" and pred[i].score == 0.95]
+        if multi:
+            i = rng.choice(multi)
+            inside = [t for t in tokens if pred[i].start <= t.start and t.end <= pred[i].end]
+            fixes.append(("extend", pred[i]))
+            pred[i] = Span(pred[i].start, inside[-2].end, pred[i].label, "crf:bench", 0.7)
+    if "delete" in kinds:
+        free = [t for t in tokens if t.text.isalpha() and len(t.text) > 3
+                and not any(s.start < t.end and t.start < s.end for s in gold)]
+        if free:
+            t = rng.choice(free)
+            false = Span(t.start, t.end, "CITY", "crf:bench", 0.9)
+            pred.append(false)
+            fixes.append(("delete", false))
+    return sorted(pred, key=lambda s: s.start), fixes
+
+
+def seed(url: str, n: int, rng: random.Random):
+    from deid_core.engine.tokenize import tokenize
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+    from deid_core.store.users import create_user
+    from deid_core.synthetic import generate_notes
+
+    engine = open_store(url)
+    create_user(engine, "rev", PASSWORD, role="reviewer")
+    repo.create_project(engine, "bench", lang="en", scheme="i2b2_2014")
+    plan = {}
+    docs = []
+    for i, doc in enumerate(generate_notes(n, seed=rng.randrange(10**6))):
+        tokens = tokenize(doc.text).tokens
+        pred, fixes = damage(doc, tokens, rng)
+        plan[doc.id] = {"gold": {s.key for s in doc.spans}, "fixes": fixes, "text": doc.text}
+        docs.append(doc.with_spans(pred).with_meta(logprob=-1000.0 + i, logprob_per_token=-1.0))
+    repo.import_documents(engine, "bench", docs, annotations="predictions")
+    return engine, plan
+
+
+def start_app(url: str, tmp: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = dict(os.environ, DEID_DATABASE_URL=url, DEID_DATA_DIR=str(tmp / "data"),
+               DEID_SESSION_SECRET="bench only")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=open(tmp / "streamlit.log", "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc, f"http://127.0.0.1:{port}/"
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("streamlit did not start: see " + str(tmp / "streamlit.log"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--notes", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=5)
+    args = ap.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(json.dumps({"error": f"{CHROMIUM} is missing"}))
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    from deid_core.schemes import load_scheme
+    from deid_core.store import repository as repo
+    from deid_core.ui.render import shortcut_order
+
+    tmp = Path(tempfile.mkdtemp(prefix="deid-bench-review-"))
+    url = f"sqlite:///{tmp / 'bench.db'}"
+    rng = random.Random(args.seed)
+    engine, plan = seed(url, args.notes, rng)
+    labels = shortcut_order(load_scheme("i2b2_2014").names, "i2b2_2014")
+    proc, base = start_app(url, tmp)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    edit_ms: list[float] = []
+    next_ms: list[float] = []
+    keys: dict[str, list[int]] = {"delete": [], "add": [], "relabel": [], "extend": [], "accept_clean": []}
+    sent = {"n": 0}
+    edit_messages = 0
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("websocket", lambda ws: ws.on("framesent", lambda _f: sent.__setitem__("n", sent["n"] + 1)))
+            page.goto(base)
+            page.get_by_role("textbox", name="Username").fill("rev")
+            page.get_by_role("textbox", name="Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_role("button", name="Review next").click()
+            page.locator(".deid-review .deid-note").wait_for(timeout=60_000)
+
+            def press(key: str, shift: bool = False) -> float:
+                nonlocal edit_messages
+                before = sent["n"]
+                ms = page.evaluate(PRESS, [key, shift])
+                edit_messages += sent["n"] - before
+                return float(ms)
+
+            def active() -> tuple[int, int] | None:
+                return page.evaluate("""() => { const a = document.querySelector('.deid-review .deid-active');
+                    return a ? [Number(a.dataset.s), Number(a.dataset.e)] : null; }""")
+
+            def tab_to(span) -> int:
+                n = 0
+                limit = int(page.locator(".deid-review").get_attribute("data-spans") or 0) + 2
+                while active() != [span.start, span.end] and n <= limit:
+                    edit_ms.append(press("Tab"))
+                    n += 1
+                if active() != [span.start, span.end]:
+                    raise RuntimeError(f"span {span.start}..{span.end} not reachable by Tab")
+                return n
+
+            def label_keys(label: str) -> list[str]:
+                i = labels.index(label)
+                if i < 9:
+                    return [str(i + 1)]
+                return ["/", *label[:2].lower(), "Enter"]
+
+            for _n in range(args.notes):
+                root = page.locator(".deid-review")
+                doc_db = int(root.get_attribute("data-doc"))
+                ext = repo.get_document(engine, doc_db).document.id
+                fixes = plan[ext]["fixes"]
+                page.locator(".deid-review .deid-note").focus()
+                for kind, span in fixes:
+                    if kind == "add":
+                        text = plan[ext]["text"]
+                        page.evaluate("""([s, e]) => {
+                            const note = document.querySelector('.deid-review .deid-note');
+                            const pieces = Array.from(note.querySelectorAll('.deid-text'));
+                            const p = pieces.find((x) => Number(x.dataset.s) <= s && Number(x.dataset.e) >= e);
+                            const cp = (str, n) => Array.from(str).slice(0, n).join('').length;
+                            const r = document.createRange();
+                            const off = s - Number(p.dataset.s);
+                            r.setStart(p.firstChild, cp(p.textContent, off));
+                            r.setEnd(p.firstChild, cp(p.textContent, off + (e - s)));
+                            const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);
+                        }""", [span.start, span.end])
+                        assert text[span.start:span.end]
+                        ks = label_keys(span.label)
+                        edit_ms.append(press(ks[0]))
+                        if ks[0] == "/":  # the palette's input takes real typing
+                            page.keyboard.type("".join(ks[1:-1]))
+                            page.keyboard.press("Enter")
+                        keys["add"].append(len(ks))
+                    elif kind == "delete":
+                        n = tab_to(span)
+                        edit_ms.append(press("Delete"))
+                        keys["delete"].append(n + 1)
+                    elif kind == "relabel":
+                        wrong = "AGE" if span.label != "AGE" else "DATE"
+                        from deid_core.spans import Span
+
+                        n = tab_to(Span(span.start, span.end, wrong))
+                        ks = label_keys(span.label)
+                        edit_ms.append(press(ks[0]))
+                        if ks[0] == "/":
+                            page.keyboard.type("".join(ks[1:-1]))
+                            page.keyboard.press("Enter")
+                        keys["relabel"].append(n + len(ks))
+                    else:  # extend: the prediction stopped one token short
+                        from deid_core.spans import Span
+
+                        inside_end = page.evaluate("""([s]) => {
+                            const m = document.querySelector('.deid-review mark[data-s="' + s + '"]');
+                            return Number(m.dataset.e); }""", [span.start])
+                        n = tab_to(Span(span.start, inside_end, span.label))
+                        edit_ms.append(press("]"))
+                        keys["extend"].append(n + 1)
+                if not fixes:
+                    keys["accept_clean"].append(1)
+                t0 = time.perf_counter()
+                page.keyboard.press("a")
+                if _n + 1 < args.notes:
+                    page.locator(f'.deid-review:not([data-doc="{doc_db}"])[data-ready] .deid-note').wait_for(
+                        timeout=60_000)
+                    next_ms.append((time.perf_counter() - t0) * 1000)
+                else:
+                    page.get_by_text("Saved note").first.wait_for(timeout=60_000)
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    # every note saved as intended?
+    match = 0
+    for ext, item in plan.items():
+        layers = repo.get_document(engine, repo.find_document(engine, "bench", ext))
+        if layers.status == "reviewed" and {s.key for s in layers.document.spans} == item["gold"]:
+            match += 1
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+    print(json.dumps({
+        "notes": args.notes,
+        "corrections": {k: len(v) for k, v in keys.items() if k != "accept_clean"},
+        "clean_notes": len(keys["accept_clean"]),
+        "edit_keys_timed": len(edit_ms),
+        "edit_ms_median": round(statistics.median(edit_ms), 1),
+        "edit_ms_p95": round(pct(edit_ms, 0.95), 1),
+        "edit_ms_max": round(max(edit_ms), 1),
+        "server_messages_during_edits": edit_messages,
+        "next_note_ms_median": round(statistics.median(next_ms), 1),
+        "next_note_ms_p95": round(pct(next_ms, 0.95), 1),
+        "keystrokes_per_correction": {k: round(statistics.mean(v), 2) for k, v in keys.items() if v},
+        "notes_saved_as_intended": match,
+        "targets": {"edit_ms_median": 50, "edit_ms_p95": 100, "next_note_ms_median": 500},
+        "bench_cpu_s": round(time.process_time() - cpu0, 1),
+        "wall_s": round(time.perf_counter() - wall0, 1),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }, indent=2))
+    return 0 if match == args.notes else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
