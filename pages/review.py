@@ -195,6 +195,37 @@ def skip() -> None:
     claim_next()
 
 
+# The browser's last sync, read before anything of the note is drawn: an accept saves and
+# the next note is drawn in this same run, so the old note never reaches the screen again.
+action = (state.get("review_editor") or {}).get("action")
+action = action if isinstance(action, dict) else None
+fresh_action = action is not None and action.get("seq") != state.get("editor_seq")
+if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
+    state["editor_seq"] = action.get("seq")  # each browser action is handled once
+    kind = action.get("type")
+    try:
+        if kind in ("draft", "accept", "save"):
+            synced = layer_from_browser(edit, action.get("spans"), tokens, len(doc.text), user, labels)
+            state["drafts"][layers.doc_id] = edit = synced
+            if kind == "draft":
+                repo.autosave_draft(ctx.engine, layers.doc_id, user, synced.spans, opened["version"])
+    except EditRejected as exc:
+        flash(state, "warning", f"Edits not applied: {exc}")
+        state["editor_rev"] += 1  # the browser goes back to the last good layer
+        st.rerun()
+    if kind == "accept":
+        save(and_next=True)
+        st.rerun()
+    elif kind == "save":
+        save(and_next=False)
+        st.rerun()
+    elif kind == "skip":
+        skip()
+        st.rerun()
+    elif kind == "back":
+        back()
+        st.rerun()
+
 # ---------------------------------------------------------------- header
 st.title(f"Note {doc.id}")
 meta = [f"status **{layers.status}**", f"version {layers.version}"]
@@ -269,33 +300,7 @@ payload = editor_payload(
     base=f"{layers.doc_id}:{layers.version}", user=user, progress=progress_line,
     focus_offset=focus_offset,
 )
-action = review_editor(payload, key="review_editor")
-fresh_action = action is not None and action.get("seq") != state.get("editor_seq")
-if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
-    state["editor_seq"] = action.get("seq")  # each browser action is handled once
-    kind = action.get("type")
-    try:
-        if kind in ("draft", "accept", "save"):
-            synced = layer_from_browser(edit, action.get("spans"), tokens, len(doc.text), user, labels)
-            state["drafts"][layers.doc_id] = edit = synced
-            if kind == "draft":
-                repo.autosave_draft(ctx.engine, layers.doc_id, user, synced.spans, opened["version"])
-    except EditRejected as exc:
-        flash(state, "warning", f"Edits not applied: {exc}")
-        state["editor_rev"] += 1  # the browser goes back to the last good layer
-        st.rerun()
-    if kind == "accept":
-        save(and_next=True)
-        st.rerun()
-    elif kind == "save":
-        save(and_next=False)
-        st.rerun()
-    elif kind == "skip":
-        skip()
-        st.rerun()
-    elif kind == "back":
-        back()
-        st.rerun()
+review_editor(payload, key="review_editor")
 
 with st.expander("Legend"):
     st.html(page_html(render_legend_html(labels, scheme, numbered=True) + render_marks_legend_html()))
