@@ -17,8 +17,9 @@ Measured:
 - ``next_note_ms``: from ``A`` until the next note's editor is drawn and ready;
 - keystrokes per correction, by kind, navigation included: Tab to a false
   span, ``n`` to the spans shown uncertain (the wrong label and the short span
-  came with a low score), one mouse selection plus the label key(s) for an
-  addition.
+  came with a low score), ``n`` and Enter for a missing span shown as a
+  possible miss of the right label, else one mouse selection plus the label
+  key(s).
 
 At the end every saved note is compared with its intended layer. Prints one
 JSON object.
@@ -201,10 +202,15 @@ def main() -> int:
                 return n
 
             def label_keys(label: str) -> list[str]:
+                """A digit for the first nine labels, else the palette with the shortest
+                prefix (at least two letters) whose first match is the label."""
                 i = labels.index(label)
                 if i < 9:
                     return [str(i + 1)]
-                return ["/", *label[:2].lower(), "Enter"]
+                for n in range(2, len(label) + 1):
+                    if next(x for x in labels if x.startswith(label[:n])) == label:
+                        return ["/", *label[:n].lower(), "Enter"]
+                raise ValueError(label)
 
             for _n in range(args.notes):
                 root = page.locator(".deid-review")
@@ -214,19 +220,28 @@ def main() -> int:
                 page.locator(".deid-review .deid-note").focus()
                 for kind, span in fixes:
                     if kind == "add":
-                        text = plan[ext]["text"]
+                        hint = page.evaluate("""([s, e]) => {
+                            const h = document.querySelector('.deid-review span.deid-near[data-s="' + s + '"][data-e="' + e + '"]');
+                            return h ? h.dataset.label : null; }""", [span.start, span.end])
+                        if hint == span.label:  # shown as a possible miss: n to it, Enter
+                            n = 0
+                            while active() != [span.start, span.end] and n < 60:
+                                edit_ms.append(press("n"))
+                                n += 1
+                            edit_ms.append(press("Enter"))
+                            keys["add"].append(n + 1)
+                            continue
                         page.evaluate("""([s, e]) => {
                             const note = document.querySelector('.deid-review .deid-note');
                             const pieces = Array.from(note.querySelectorAll('.deid-text'));
-                            const p = pieces.find((x) => Number(x.dataset.s) <= s && Number(x.dataset.e) >= e);
+                            const a = pieces.find((x) => Number(x.dataset.s) <= s && s < Number(x.dataset.e));
+                            const b = pieces.find((x) => Number(x.dataset.s) < e && e <= Number(x.dataset.e));
                             const cp = (str, n) => Array.from(str).slice(0, n).join('').length;
                             const r = document.createRange();
-                            const off = s - Number(p.dataset.s);
-                            r.setStart(p.firstChild, cp(p.textContent, off));
-                            r.setEnd(p.firstChild, cp(p.textContent, off + (e - s)));
+                            r.setStart(a.firstChild, cp(a.textContent, s - Number(a.dataset.s)));
+                            r.setEnd(b.firstChild, cp(b.textContent, e - Number(b.dataset.s)));
                             const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(r);
                         }""", [span.start, span.end])
-                        assert text[span.start:span.end]
                         ks = label_keys(span.label)
                         edit_ms.append(press(ks[0]))
                         if ks[0] == "/":  # the palette's input takes real typing
@@ -275,11 +290,16 @@ def main() -> int:
         proc.terminate()
         proc.wait(timeout=10)
     # every note saved as intended?
-    match = 0
+    match, mismatched = 0, []
     for ext, item in plan.items():
         layers = repo.get_document(engine, repo.find_document(engine, "bench", ext))
         if layers.status == "reviewed" and {s.key for s in layers.document.spans} == item["gold"]:
             match += 1
+        else:
+            mismatched.append({"note": ext, "status": layers.status,
+                               "fixes": [k for k, _s in item["fixes"]],
+                               "missing": sorted(item["gold"] - {s.key for s in layers.document.spans}),
+                               "extra": sorted({s.key for s in layers.document.spans} - item["gold"])})
 
     def pct(values: list[float], q: float) -> float:
         ordered = sorted(values)
@@ -300,6 +320,7 @@ def main() -> int:
         "next_note_first_reply_ms_median": round(statistics.median(first_reply_ms), 1) if first_reply_ms else None,
         "keystrokes_per_correction": {k: round(statistics.mean(v), 2) for k, v in keys.items() if v},
         "notes_saved_as_intended": match,
+        "mismatched": mismatched,  # ids, offsets and labels only
         "targets": {"edit_ms_median": 50, "edit_ms_p95": 100, "next_note_ms_median": 500},
         "bench_cpu_s": round(time.process_time() - cpu0, 1),
         "wall_s": round(time.perf_counter() - wall0, 1),
