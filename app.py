@@ -5,18 +5,20 @@ from __future__ import annotations
 import streamlit as st
 
 from deid_core.store.repository import list_projects
-from deid_core.ui.resources import engine
-from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
+from deid_core.ui.auth import authorise, end_session
+from deid_core.ui.component import session_cookie
+from deid_core.ui.resources import engine, session_cookie_value
+from deid_core.ui.session import can_open
 
 st.set_page_config(page_title="deid-workbench", page_icon="🛡️", layout="wide")
 
-init_state(st.session_state)
-engine()  # upgrades the schema and creates the first admin before anyone signs in
-check_idle(st.session_state)
-user = current_user(st.session_state)
+# engine() upgrades the schema and creates the first admin before anyone signs in.
+# authorise: a reload resumes from the signed cookie; the role comes from the database.
+user = authorise(st.session_state, engine(), session_cookie_value())
 
 if user is None:
     nav = st.navigation([st.Page("pages/login.py", title="Sign in", icon=":material/login:")])
+    session_cookie(st.session_state)
 else:
     reviewer_pages = [
         st.Page("pages/queue.py", title="Queue", icon=":material/list:", default=True),
@@ -46,6 +48,7 @@ else:
                 "Project", projects, index=index, key="project_select"
             )
         st.button("Sign out", icon=":material/logout:", key="sign_out",
-                  on_click=sign_out, args=(st.session_state, "Signed out."))
+                  on_click=end_session, args=(st.session_state, "Signed out."))
+        session_cookie(st.session_state)
 
 nav.run()

@@ -86,9 +86,9 @@ def main() -> int:
     pure = []
     for _ in range(args.runs):
         t = time.perf_counter()
-        tokenize(note.text)
+        toks = tokenize(note.text).tokens
         editor_payload(doc_id=note.id, rev=0, text=note.text, spans=layer, labels=scheme.names,
-                       colours=scheme.colours())
+                       colours=scheme.colours(), tokens=[(t.start, t.end) for t in toks])
         pure.append((time.perf_counter() - t) * 1000)
     print(json.dumps({
         "note_chars": len(note.text),
@@ -97,7 +97,7 @@ def main() -> int:
         "warm_ms_median": round(statistics.median(warm), 1),
         "warm_ms_max": round(max(warm), 1),
         "target_ms": 300,
-        "tokens_segments_payload_ms_median": round(statistics.median(pure), 2),
+        "tokens_payload_ms_median": round(statistics.median(pure), 2),
         "load_average_1min": round(os.getloadavg()[0], 2),
     }))
     return 0

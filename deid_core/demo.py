@@ -4,7 +4,8 @@ The starter model is trained on a *separate* synthetic set (another seed), so
 the queue shows honest mistakes to correct. A slice of the demo notes comes in
 with its generated gold spans as the reviewed layer, so the Bias and Model
 pages have reviewed notes to measure on from the first minute. Everything
-lives in a per-user data directory (or ``DEID_DEMO_DIR``), never in the repo.
+lives in ``demo/`` under the data directory (or ``DEID_DEMO_DIR``), never in the repo;
+the app then runs with that directory as its data directory (exports, secrets, models).
 
 ``python -m deid_core.demo`` builds it when absent and prints the database URL
 the app must use; ``scripts/demo`` then starts Streamlit on it.
@@ -17,6 +18,7 @@ import io
 import json
 import os
 import secrets
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from deid_core.ui.exporting import data_dir
 
 PROJECT = "demo"
 MARKER = "demo.json"
@@ -42,10 +44,22 @@ class DemoConfig:
 
 
 def demo_dir() -> Path:
+    """``DEID_DEMO_DIR``, else ``demo/`` under the data directory (``DEID_DATA_DIR``)."""
     explicit = os.environ.get("DEID_DEMO_DIR")
     if explicit:
         return Path(explicit)
-    return platformdirs.user_data_path("deid-workbench") / "demo"
+    return data_dir() / "demo"
+
+
+def demo_environment(directory: Path) -> dict[str, str]:
+    """What the app needs to run on the demo: its database, and the demo directory as the
+    one data directory, so that exports, secrets and retrained models land beside the
+    demo's database instead of in the per-user directory."""
+    return {
+        "DEID_DATABASE_URL": os.environ.get("DEID_DATABASE_URL") or demo_database_url(directory),
+        "DEID_DATA_DIR": str(directory),
+        "DEID_DEMO_DIR": str(directory),  # the data directory moved: keep finding the demo
+    }
 
 
 def demo_database_url(directory: Path) -> str:
@@ -157,11 +171,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deid_core.demo", description=__doc__)
     parser.add_argument("--dir", type=Path, default=None, help="demo directory (default: per-user data dir)")
     parser.add_argument("--print-url", action="store_true", help="print the demo database URL and exit")
+    parser.add_argument("--print-env", action="store_true",
+                        help="print shell `export` lines for the app (database URL, data directory)")
     args = parser.parse_args(argv)
     directory = args.dir or demo_dir()
     url = os.environ.get("DEID_DATABASE_URL") or demo_database_url(directory)
     if args.print_url:
         print(url)
+        return 0
+    if args.print_env:
+        for name, value in demo_environment(directory).items():
+            print(f"export {name}={shlex.quote(value)}")
         return 0
     if is_built(directory):
         print(f"demo already built in {directory}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import streamlit as st
 
@@ -46,6 +47,7 @@ with_mapping = st.checkbox("Also download the surrogate mapping (admin only; kee
 
 if st.button("Export", type="primary", disabled=not formats or (include and not confirm),
              key="exp_go"):
+    st.session_state["last_export"] = None
     bar = st.progress(0.0, text="Collecting notes")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = data_dir() / "exports" / f"{project.name}-{stamp}"
@@ -69,15 +71,30 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
     else:
         bar.progress(1.0, text="Done")
         m = result.manifest
-        st.success(f"Exported {m['documents']} notes and {m['spans']} spans to {result.path};"
-                   f" leak check: {m['leak_check']['leaks']} leak(s).")
-        st.json({k: m[k] for k in ("documents", "spans", "formats", "scope") if k in m},
-                expanded=False)
-        st.download_button("Download the export (.zip)", zip_folder(result.path),
-                           file_name=f"{result.path.name}.zip", mime="application/zip",
-                           key="exp_download")
+        mapping = None
         if with_mapping:
             path = result.path.parent / f"{result.path.name}.mapping.jsonl"
             n = export_surrogate_mapping(ctx.engine, project.name, ctx.user.username, path)
-            st.download_button(f"Download the surrogate mapping ({n} entries)", path.read_bytes(),
-                               file_name=path.name, key="exp_mapping_download")
+            mapping = {"path": str(path), "entries": n}
+        st.session_state["last_export"] = {
+            "project": project.name, "path": str(result.path), "mapping": mapping,
+            "summary": {k: m[k] for k in ("documents", "spans", "formats", "scope") if k in m},
+            "message": f"Exported {m['documents']} notes and {m['spans']} spans to {result.path};"
+                       f" leak check: {m['leak_check']['leaks']} leak(s).",
+        }
+
+# The downloads are drawn from the session, outside the Export button's branch, and
+# download without a rerun (on_click="ignore"): they stay on screen after a click.
+last = st.session_state.get("last_export")
+if last and last["project"] == project.name and Path(last["path"]).is_dir():
+    folder = Path(last["path"])
+    st.success(last["message"])
+    st.json(last["summary"], expanded=False)
+    st.download_button("Download the export (.zip)", zip_folder(folder),
+                       file_name=f"{folder.name}.zip", mime="application/zip",
+                       key="exp_download", on_click="ignore")
+    mapping = last.get("mapping")
+    if mapping and Path(mapping["path"]).is_file():
+        st.download_button(f"Download the surrogate mapping ({mapping['entries']} entries)",
+                           Path(mapping["path"]).read_bytes(), file_name=Path(mapping["path"]).name,
+                           key="exp_mapping_download", on_click="ignore")

@@ -12,6 +12,7 @@ from deid_core.errors import DeidError
 from deid_core.schemes import BUILTIN_SCHEMES
 from deid_core.store import repository as repo
 from deid_core.store.importers import FORMATS, import_paths
+from deid_core.ui.importing import format_mismatch
 from deid_core.ui.resources import guard
 
 log = logging.getLogger("deid_core.ui.import")
@@ -44,7 +45,15 @@ HELP = {
     "i2b2": "i2b2 2014 XML files (.xml)",
 }
 fmt = st.selectbox("Format", list(FORMATS), format_func=lambda f: f"{f}: {HELP.get(f, '')}", key="imp_fmt")
-files = st.file_uploader("Files", accept_multiple_files=True, key="imp_files")
+# A new key after each import empties the uploader: the next import starts from no files.
+round_no = int(st.session_state.get("import_round", 0))
+files = st.file_uploader("Files", accept_multiple_files=True, key=f"imp_files_{round_no}")
+report = st.session_state.get("import_report")
+if report:
+    st.success(report["message"])
+    if report["duplicates"]:
+        st.warning(f"Skipped {len(report['duplicates'])} duplicate note(s) already in the project.")
+        st.dataframe(report["duplicates"], hide_index=True, placeholder="")
 spanless = fmt in ("txt", "csv")
 annotations = st.radio(
     "Existing annotations come in as",
@@ -59,6 +68,11 @@ if fmt == "csv":
     patient_col = c3.text_input("Patient column (optional)", "", key="imp_patient_col") or None
 
 if st.button("Import", type="primary", disabled=not files, key="imp_go"):
+    st.session_state["import_report"] = None
+    mismatch = format_mismatch(fmt, [(f.name, f.getvalue()) for f in files])
+    if mismatch:
+        st.error(f"Nothing was imported: {mismatch}")
+        st.stop()
     bar = st.progress(0.0, text="Reading files")
     with tempfile.TemporaryDirectory(prefix="deid-import-") as tmp:
         paths = []
@@ -84,10 +98,11 @@ if st.button("Import", type="primary", disabled=not files, key="imp_go"):
             log.error("import failed with %s", type(exc).__name__)
             st.error(f"Nothing was imported: unexpected {type(exc).__name__} (see the server log).")
         else:
-            bar.progress(1.0, text="Done")
-            st.success(f"Imported {result.n_imported} notes with {result.n_spans} spans"
-                       f" (batch {result.batch_id}).")
-            if result.duplicates:
-                st.warning(f"Skipped {result.n_duplicates} duplicate note(s) already in the project.")
-                st.dataframe([{"note": d.external_id, "same text as": d.existing_external_id}
-                              for d in result.duplicates], hide_index=True)
+            st.session_state["import_report"] = {
+                "message": f"Imported {result.n_imported} notes with {result.n_spans} spans"
+                           f" (batch {result.batch_id}).",
+                "duplicates": [{"note": d.external_id, "same text as": d.existing_external_id}
+                               for d in result.duplicates],
+            }
+            st.session_state["import_round"] = round_no + 1
+            st.rerun()

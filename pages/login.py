@@ -7,8 +7,9 @@ import logging
 import streamlit as st
 
 from deid_core.store.users import authenticate
+from deid_core.ui.auth import start_session
 from deid_core.ui.resources import engine
-from deid_core.ui.session import sign_in, take_flash
+from deid_core.ui.session import take_flash
 
 log = logging.getLogger("deid_core.ui.login")
 
@@ -28,6 +29,6 @@ if submitted:
         log.info("failed sign-in")
         st.error("Wrong username or password, or the account is deactivated.")
     else:
-        sign_in(st.session_state, info.username, info.role)
+        start_session(st.session_state, info.username, info.role)
         log.info("user %s signed in", info.username)
         st.rerun()

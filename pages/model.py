@@ -10,7 +10,7 @@ import streamlit as st
 from deid_core.learning.active import strategy_descriptions
 from deid_core.learning.registry import RetrainPolicy, learning_curve
 from deid_core.store import repository as repo
-from deid_core.ui.jobs import get_job, start_job
+from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
 from deid_core.ui.resources import guard
 
@@ -38,6 +38,7 @@ def launch(label: str, work) -> None:  # type: ignore[no-untyped-def]
 
 
 job = get_job(JOB)
+ended_unseen(st.session_state, job)  # this full run already shows the job's results
 busy = job is not None and job.running
 c1, c2 = st.columns([1, 3])
 if c1.button("Retrain now", type="primary", disabled=busy or counts["reviewed"] < 2, key="retrain"):
@@ -53,6 +54,8 @@ def job_panel() -> None:
     j = get_job(JOB)
     if j is None:
         return
+    if ended_unseen(st.session_state, j):
+        st.rerun(scope="app")  # versions, curve, history and buttons live outside the fragment
     snap = j.snapshot()
     if snap["status"] == "running":
         st.progress(snap["fraction"], text=f"{snap['label']}: {snap['message']}")
@@ -87,7 +90,7 @@ else:
             "evaluated on": ev.get("n_eval_docs"), "method": ev.get("method"),
             "decision": ev.get("decision"),
         })
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder="")
     a1, a2 = st.columns(2)
     names = [v.version for v in reversed(versions)]
     pick = a1.selectbox("Version", names, key="model_pick")
@@ -117,9 +120,11 @@ else:
         color=alt.Color("measure:N", title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["version", "docs", "tokens", "measure", alt.Tooltip("value:Q", format=".3f"), "accepted"],
     )
-    by_docs = (base.mark_line(point=True).encode(x=alt.X("docs:Q", title="reviewed notes trained on"))
+    by_docs = (base.mark_line(point=True).encode(x=alt.X("docs:Q", title="reviewed notes trained on",
+                                                            axis=alt.Axis(format="d", tickMinStep=1)))
                .properties(width=320, height=260))
-    by_tokens = (base.mark_line(point=True).encode(x=alt.X("tokens:Q", title="tokens trained on"))
+    by_tokens = (base.mark_line(point=True).encode(x=alt.X("tokens:Q", title="tokens trained on",
+                                                              axis=alt.Axis(format=",d", tickMinStep=1)))
                  .properties(width=320, height=260))
     st.altair_chart(alt.hconcat(by_docs, by_tokens), width="content")
 
@@ -147,6 +152,6 @@ if curve:
     st.dataframe(pd.DataFrame([{"version": p["version"], "created": p["created_at"],
                                 "decision": "activated" if p["accepted"] else "rejected",
                                 "reason": p["reason"]} for p in reversed(curve)]),
-                 hide_index=True, width="stretch")
+                 hide_index=True, width="stretch", placeholder="")
 else:
     st.caption("No retraining decisions yet.")

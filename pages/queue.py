@@ -8,8 +8,12 @@ import streamlit as st
 
 from deid_core.store import repository as repo
 from deid_core.ui.queue import (
+    STATUS_COLOURS,
+    STATUS_ORDER,
     claim_next_note,
+    find_rows,
     prediction_summaries,
+    progress_frame,
     progress_numbers,
     queue_orders,
     queue_table,
@@ -46,6 +50,10 @@ if by_reviewer:
     if who:
         table = [t for t in table if (t["last reviewer"] or t["assigned to"]) in who]
 
+query = st.text_input("Find a note", key="queue_find", placeholder="note id, database id or patient",
+                      help="Matches part of the note id, the database id or the patient id")
+table = find_rows(table, query)
+
 c1, c2 = st.columns([1, 4])
 if c1.button("Review next", type="primary", icon=":material/play_arrow:", key="review_next"):
     layers = claim_next_note(ctx.engine, project, ctx.user.username)
@@ -64,7 +72,7 @@ if table:
     frame = pd.DataFrame(table)
     event = st.dataframe(
         frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-        key="queue_table",
+        key="queue_table", placeholder="",
         column_config={
             "log P": st.column_config.NumberColumn(help="Document log-probability (lower = less sure)"),
             "log P / token": st.column_config.NumberColumn(help="Length-normalised log-probability"),
@@ -80,11 +88,14 @@ else:
     st.info("No notes match these filters.")
 
 with st.expander("Queue progress by status"):
-    chart = pd.DataFrame([{"status": k, "notes": v} for k, v in counts.items()])
-    st.altair_chart(
-        alt.Chart(chart).mark_bar().encode(
-            x=alt.X("notes:Q"), y=alt.Y("status:N", sort=["reviewed", "in_review", "new", "skipped"]),
-            color=alt.Color("status:N", legend=None),
-        ).properties(height=140),
-        width="stretch",
-    )
+    chart = pd.DataFrame(progress_frame(counts))
+    colour = alt.Color("status:N", scale=alt.Scale(domain=list(STATUS_ORDER), range=list(STATUS_COLOURS)),
+                       legend=alt.Legend(orient="bottom", title=None))
+    y = alt.Y("status:N", sort=list(STATUS_ORDER), title=None, axis=alt.Axis(labelLimit=200))
+    bars = alt.Chart(chart).mark_bar().encode(
+        x=alt.X("notes:Q", title="notes", axis=alt.Axis(format="d", tickMinStep=1)), y=y, color=colour,
+        tooltip=["status", "notes"])
+    labels = alt.Chart(chart).mark_text(align="left", dx=4).encode(
+        x="notes:Q", y=y, text=alt.Text("notes:Q", format="d"))
+    # A fixed step per bar: with a fixed total height the axis dropped labels that did not fit.
+    st.altair_chart((bars + labels).properties(height=alt.Step(28)), width="stretch")

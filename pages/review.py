@@ -19,15 +19,20 @@ from deid_core.ui.editing import (
     EditRejected,
     EditState,
     Target,
-    apply_action,
     apply_changes,
     diff_layers,
+    layer_from_browser,
     plan_apply_all,
-    undo,
 )
 from deid_core.ui.learning import maybe_retrain
-from deid_core.ui.queue import claim_next_note, patient_document_ids
-from deid_core.ui.render import DEFAULT_UNCERTAIN_BELOW, render_legend_html, shortcut_order
+from deid_core.ui.queue import claim_next_note, patient_document_ids, progress_numbers
+from deid_core.ui.render import (
+    DEFAULT_UNCERTAIN_BELOW,
+    page_html,
+    render_legend_html,
+    render_marks_legend_html,
+    shortcut_order,
+)
 from deid_core.ui.resources import guard, model_at
 from deid_core.ui.review import (
     ModelView,
@@ -35,7 +40,8 @@ from deid_core.ui.review import (
     follow_model,
     hints_for,
     model_view,
-    uncertain_count,
+    pace_text,
+    patient_phi_strings,
 )
 from deid_core.ui.session import flash
 
@@ -56,6 +62,12 @@ def claim_next() -> None:
         flash(state, "info", "Nothing left to review in this project.")
 
 
+# ?doc=<id>[&offset=<n>] opens a note (links from the Export page; a reload keeps the note).
+asked = st.query_params.get("doc")
+if asked is not None and asked.isdigit() and asked != state.get("doc_param"):
+    state["current_doc"] = int(asked)  # a link or a reload, not the note we showed last
+offset_param = st.query_params.get("offset")
+focus_offset = int(offset_param) if offset_param and offset_param.isdigit() else None
 doc_id = state.get("current_doc")
 if doc_id is None:
     st.title("Review")
@@ -73,7 +85,9 @@ except DeidError as exc:
     st.stop()
 if layers.project_id != project.id:
     state["current_doc"] = None
+    st.query_params.pop("doc", None)
     st.rerun()
+st.query_params["doc"] = state["doc_param"] = str(layers.doc_id)
 
 doc = layers.document
 opened = state["opened"].setdefault(
@@ -109,10 +123,20 @@ def view_for(document: Document, prediction: repo.PredictionLayer | None) -> Mod
 
 view = view_for(doc, layers.prediction)
 reviewed = doc.spans if layers.version > 0 else None
-edit: EditState = follow_model(state["drafts"].get(layers.doc_id), view.spans, reviewed)
+previous_edit = state["drafts"].get(layers.doc_id)
+edit: EditState = follow_model(previous_edit, view.spans, reviewed)
+if previous_edit is None:
+    # A lost session (reload, closed tab, another machine) left an autosaved draft of this
+    # version: carry on from it.
+    autosaved = [d for d in repo.list_drafts(ctx.engine, doc_id=layers.doc_id, author=user)
+                 if d.reason == "autosave" and d.base_version == layers.version]
+    if autosaved:
+        edit = EditState(tuple(autosaved[0].spans), (edit.spans,), edit.origin)
+if previous_edit is not None and edit is not previous_edit:
+    state["editor_rev"] += 1  # the server changed the layer (bias, model): the browser follows
 state["drafts"][layers.doc_id] = edit
-if not edit.dirty and not edit.can_undo and opened["version"] != layers.version:
-    opened["version"] = layers.version  # no edits of ours yet: just follow the newer version
+# The browser may hold edits the server has not heard of yet, so the version a save is
+# based on never moves silently: a save over a newer version is a conflict, handled below.
 tokens = tokenize(doc.text, project.lang).tokens
 
 
@@ -123,6 +147,7 @@ def set_edit(new: EditState) -> None:
 
 def save(and_next: bool) -> None:
     started = datetime.fromtimestamp(opened["at"], tz=timezone.utc)
+    edit = state["drafts"][layers.doc_id]
     result = repo.save_review(
         ctx.engine, layers.doc_id, user, edit.spans, opened["version"],
         started_at=started, draft_id=opened.get("draft_id"),
@@ -133,6 +158,8 @@ def save(and_next: bool) -> None:
         state["conflict"] = None
         summary = ", ".join(f"{n} {k}" for k, n in sorted(result.decisions.items())) or "no spans"
         flash(state, "success", f"Saved note {doc.id} (version {result.version}): {summary}.")
+        state["session_reviews"].append(round(time.time() - opened["at"], 1))
+        state["review_history"] = [*state["review_history"][-49:], layers.doc_id]
         if maybe_retrain(ctx.engine, project.name, user):
             flash(state, "info", "Enough new reviews: the model is retraining in the background.")
         if and_next:
@@ -142,6 +169,24 @@ def save(and_next: bool) -> None:
     state["editor_rev"] += 1
 
 
+def back() -> None:
+    """Reopen the note accepted just before this one (undoing its accept)."""
+    history = state["review_history"]
+    if not history:
+        flash(state, "info", "No earlier note in this session to go back to.")
+        return
+    previous = history[-1]
+    if not repo.reopen(ctx.engine, previous, user):
+        flash(state, "warning", "The previous note was saved or taken by someone else since:"
+                                " open it from the queue.")
+        return
+    state["review_history"] = history[:-1]
+    state["drafts"].pop(previous, None)
+    state["opened"].pop(previous, None)
+    state["current_doc"] = previous
+    flash(state, "info", "Reopened the previous note: accept it again when it is right.")
+
+
 def skip() -> None:
     repo.set_status(ctx.engine, layers.doc_id, "skipped", actor=user)
     state["drafts"].pop(layers.doc_id, None)
@@ -149,6 +194,37 @@ def skip() -> None:
     flash(state, "info", f"Skipped note {doc.id}.")
     claim_next()
 
+
+# The browser's last sync, read before anything of the note is drawn: an accept saves and
+# the next note is drawn in this same run, so the old note never reaches the screen again.
+action = (state.get("review_editor") or {}).get("action")
+action = action if isinstance(action, dict) else None
+fresh_action = action is not None and action.get("seq") != state.get("editor_seq")
+if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
+    state["editor_seq"] = action.get("seq")  # each browser action is handled once
+    kind = action.get("type")
+    try:
+        if kind in ("draft", "accept", "save"):
+            synced = layer_from_browser(edit, action.get("spans"), tokens, len(doc.text), user, labels)
+            state["drafts"][layers.doc_id] = edit = synced
+            if kind == "draft":
+                repo.autosave_draft(ctx.engine, layers.doc_id, user, synced.spans, opened["version"])
+    except EditRejected as exc:
+        flash(state, "warning", f"Edits not applied: {exc}")
+        state["editor_rev"] += 1  # the browser goes back to the last good layer
+        st.rerun()
+    if kind == "accept":
+        save(and_next=True)
+        st.rerun()
+    elif kind == "save":
+        save(and_next=False)
+        st.rerun()
+    elif kind == "skip":
+        skip()
+        st.rerun()
+    elif kind == "back":
+        back()
+        st.rerun()
 
 # ---------------------------------------------------------------- header
 st.title(f"Note {doc.id}")
@@ -162,8 +238,17 @@ if view.logprob is not None:
 if layers.assigned_to and layers.assigned_to != user:
     meta.append(f"assigned to {layers.assigned_to}")
 st.caption(" · ".join(meta))
+n_reviewed, n_total = progress_numbers(repo.status_counts(ctx.engine, project.name))
+progress_line = f"{n_reviewed} of {n_total} reviewed" + pace_text(state["session_reviews"])
 
 conflict = state.get("conflict")
+if conflict is None and opened["version"] != layers.version:
+    st.warning(f"{layers.updated_by or 'Someone'} saved this note since you opened it (version"
+               f" {layers.version}).", icon=":material/sync_problem:")
+    if st.button("Load their version (drops your unsaved edits)", key="load_theirs"):
+        state["drafts"].pop(layers.doc_id, None)
+        state["opened"].pop(layers.doc_id, None)
+        st.rerun()
 if conflict is not None and conflict.doc_id == layers.doc_id:
     st.error(f"Not saved: {conflict.message}.", icon=":material/warning:")
     theirs = diff_layers(conflict.spans, doc.spans)
@@ -185,7 +270,8 @@ if conflict is not None and conflict.doc_id == layers.doc_id:
         state["conflict"] = None
         st.rerun()
 else:
-    stored = [d for d in repo.list_drafts(ctx.engine, doc_id=layers.doc_id, author=user)]
+    stored = [d for d in repo.list_drafts(ctx.engine, doc_id=layers.doc_id, author=user)
+              if d.reason == "conflict"]
     if stored and not edit.dirty:
         d = stored[0]
         st.warning(f"You have an unsaved draft of this note from a save conflict ({len(d.spans)} spans).")
@@ -195,58 +281,29 @@ else:
                                              "draft_id": d.id}
             st.rerun()
 
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("PHI spans", len(edit.spans))
-m2.metric("Uncertain", uncertain_count(edit.spans, uncertain_below),
-          help=f"Spans whose marginal probability is below {uncertain_below:.2f} (dashed red outline)")
-open_hints = [n for n in view.near_misses if not any(n.overlaps(s) for s in edit.spans)]
-m3.metric("Possible misses", len(open_hints),
-          help="Tokens the model left out with a non-trivial PHI probability (dotted underline)")
-m4.metric("Unsaved edits", "yes" if edit.dirty else "no")
-
-b1, b2, b3, b4, b5 = st.columns(5)
-if b1.button("Accept & next (A)", type="primary", key="save_next", width="stretch"):
-    save(and_next=True)
-    st.rerun()
-if b2.button("Save", key="save", width="stretch"):
-    save(and_next=False)
-    st.rerun()
-if b3.button("Skip (S)", key="skip", width="stretch"):
-    skip()
-    st.rerun()
-if b4.button("Undo (U)", key="undo", disabled=not edit.can_undo, width="stretch"):
-    set_edit(undo(edit))
-    st.rerun()
-if b5.button("Release", key="release", width="stretch",
-             help="Give the note back to the queue without saving"):
+if st.button("Release", key="release", help="Give the note back to the queue without saving"):
     repo.release(ctx.engine, layers.doc_id, user)
     state["drafts"].pop(layers.doc_id, None)
     state["opened"].pop(layers.doc_id, None)
     state["current_doc"] = None
+    st.query_params.pop("doc", None)
     st.switch_page("pages/queue.py")
 
 # ---------------------------------------------------------------- the note
+known = patient_phi_strings(ctx.engine, state["patient_phi"], project.id, doc.meta.get("patient_id"),
+                            layers.doc_id)
 payload = editor_payload(
-    doc_id=str(layers.doc_id), rev=int(state["editor_rev"]), text=doc.text, spans=edit.spans,
-    labels=labels, colours=scheme.colours(), near_misses=view.near_misses,
-    uncertain_below=uncertain_below,
+    doc_id=str(layers.doc_id), rev=f"{layers.version}.{state['editor_rev']}", text=doc.text,
+    spans=edit.spans, origin=edit.origin, labels=labels, colours=scheme.colours(),
+    near_misses=view.near_misses, uncertain_below=uncertain_below,
+    tokens=[(t.start, t.end) for t in tokens], known=known,
+    base=f"{layers.doc_id}:{layers.version}", user=user, progress=progress_line,
+    focus_offset=focus_offset,
 )
-action = review_editor(payload, key="review_editor")
-if action and str(action.get("doc_id")) == str(layers.doc_id):
-    kind = action.get("type")
-    if kind == "accept":
-        save(and_next=True)
-    elif kind == "skip":
-        skip()
-    else:
-        try:
-            set_edit(apply_action(edit, action, tokens, user, labels))
-        except EditRejected as exc:
-            flash(state, "warning", f"Edit not applied: {exc}")
-    st.rerun()
+review_editor(payload, key="review_editor")
 
 with st.expander("Legend"):
-    st.html(render_legend_html(labels, scheme, numbered=True))
+    st.html(page_html(render_legend_html(labels, scheme, numbered=True) + render_marks_legend_html()))
 
 # ---------------------------------------------------------------- apply to all
 with st.expander("Apply to all identical strings"):
@@ -298,7 +355,7 @@ with st.expander("Apply to all identical strings"):
         if not rows:
             st.info("Nothing would change.")
         else:
-            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder="")
             n_docs = len({r["note"] for r in rows})
             if st.button(f"Apply {len(rows)} change(s) in {n_docs} note(s)", type="primary",
                          key="aa_apply"):

@@ -28,6 +28,7 @@ st.dataframe(
     ),
     hide_index=True,
     width="stretch",
+    placeholder="",
 )
 st.caption("Deactivating keeps every annotation, review and audit event of the user.")
 

@@ -13,6 +13,9 @@ import pytest
 POSTGRES_ENV = "DEID_TEST_POSTGRES_URL"
 REQUIRE_POSTGRES_ENV = "DEID_REQUIRE_POSTGRES"
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+# Session cookies are signed with this in tests, so no test writes a key file into the
+# per-user data directory of whoever runs them.
+os.environ.setdefault("DEID_SESSION_SECRET", "tests only: not a real session secret")
 
 
 def _postgres_base() -> str:

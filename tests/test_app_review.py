@@ -10,6 +10,18 @@ from deid_core.spans import Span
 from deid_core.store import repository as repo
 from deid_core.ui.editing import apply_action
 
+_SEQ = iter(range(1, 10**6))
+
+
+def send(at, doc_id, kind, spans=None):
+    """What the review component sends: the layer it edited locally, and what to do with it."""
+    layer = at.session_state["drafts"][doc_id].spans if spans is None else spans
+    at.session_state["review_editor"] = {"action": {
+        "type": kind, "doc_id": str(doc_id), "seq": next(_SEQ),
+        "spans": [{"s": s.start, "e": s.end, "l": s.label, "src": s.source, "sc": s.score}
+                  for s in layer]}}
+    return at.run()
+
 
 @pytest.fixture
 def engine(tmp_path, monkeypatch):
@@ -54,10 +66,11 @@ def test_save_review_with_an_edit_then_next(engine):
     state = rita.session_state["drafts"][doc_id]
     edited = apply_action(state, {"type": "add", "start": word.start, "end": word.end,
                                   "label": "PATIENT"}, tokenize(text).tokens, "rita", ["PATIENT"])
-    rita.session_state["drafts"][doc_id] = edited
-    rita.run()
-    assert [m.value for m in rita.metric][3] == "yes"  # unsaved edits
-    rita.button(key="save_next").click().run()
+    send(rita, doc_id, "draft", edited.spans)  # the autosave a moment after the edit
+    assert rita.session_state["drafts"][doc_id].dirty
+    (draft,) = repo.list_drafts(engine, doc_id=doc_id, author="rita")
+    assert draft.reason == "autosave" and word.start in {s.start for s in draft.spans}
+    send(rita, doc_id, "accept")
     assert not rita.exception
     saved = repo.get_document(engine, doc_id)
     assert saved.status == "reviewed" and saved.version == 1
@@ -75,25 +88,24 @@ def test_conflict_is_shown_and_edits_are_kept(engine):
     sam = app_as("sam", page="review")
     sam.session_state["current_doc"] = doc_id
     sam.run()
-    sam.button(key="save").click().run()
+    send(sam, doc_id, "save")
     assert repo.get_document(engine, doc_id).version == 1
     # rita deletes a span and saves on the version she opened
     state = rita.session_state["drafts"][doc_id]
     first = state.spans[0]
-    rita.session_state["drafts"][doc_id] = apply_action(
-        state, {"type": "delete", "start": first.start, "end": first.end}, (), "rita", [])
-    rita.run()
-    rita.button(key="save").click().run()
+    edited = apply_action(state, {"type": "delete", "start": first.start, "end": first.end},
+                          (), "rita", [])
+    send(rita, doc_id, "save", edited.spans)
     assert not rita.exception
     errors = texts(rita.error)
     assert errors and "changed by sam" in errors[0] and "draft" in errors[0]
     assert repo.get_document(engine, doc_id).version == 1  # nothing overwritten
-    drafts = repo.list_drafts(engine, doc_id=doc_id, author="rita")
+    drafts = [d for d in repo.list_drafts(engine, doc_id=doc_id, author="rita") if d.reason == "conflict"]
     assert len(drafts) == 1 and first.key not in {s.key for s in drafts[0].spans}
     assert rita.session_state["drafts"][doc_id].dirty  # the edit is still on screen
     # she keeps her edits and saves over sam's version
     rita.button(key="reapply").click().run()
-    rita.button(key="save").click().run()
+    send(rita, doc_id, "save")
     after = repo.get_document(engine, doc_id)
     assert after.version == 2 and first.key not in {s.key for s in after.document.spans}
     assert repo.list_drafts(engine, doc_id=doc_id, author="rita") == []
@@ -102,7 +114,7 @@ def test_conflict_is_shown_and_edits_are_kept(engine):
 def test_skip_and_release(engine):
     rita = claim("rita")
     doc_id = rita.session_state["current_doc"]
-    rita.button(key="skip").click().run()
+    send(rita, doc_id, "skip")
     assert repo.get_document(engine, doc_id).status == "skipped"
     nxt = rita.session_state["current_doc"]
     rita.button(key="release").click().run()

@@ -30,3 +30,50 @@ def test_build_demo_is_complete_and_idempotent(tmp_path):
     assert {u.username for u in list_users(engine)} == {"admin", "reviewer"}
     again = io.StringIO()
     assert build_demo(tmp_path, TINY, out=again) == info and again.getvalue() == ""
+
+
+def test_demo_is_the_one_data_directory_of_the_app(tmp_path, monkeypatch):
+    """Exports, secrets and retrained models of the demo app land in the demo directory,
+    not in the per-user directory (a walkthrough found exports under ~/.local/share)."""
+    import subprocess
+    import sys
+
+    from deid_core.demo import demo_dir, demo_environment
+    from deid_core.protect.surrogate_map import default_secret_path
+    from deid_core.ui.exporting import data_dir
+    from deid_core.ui.learning import models_dir
+
+    monkeypatch.delenv("DEID_DEMO_DIR", raising=False)
+    monkeypatch.delenv("DEID_DATABASE_URL", raising=False)
+    monkeypatch.delenv("DEID_MODEL_DIR", raising=False)
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path / "data dir"))
+    directory = demo_dir()
+    assert directory == tmp_path / "data dir" / "demo"
+    env = demo_environment(directory)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert demo_dir() == directory  # the data directory moved, the demo stays found
+    assert data_dir() == directory
+    assert default_secret_path(1).is_relative_to(directory)
+    assert models_dir("demo").is_relative_to(directory)
+    assert env["DEID_DATABASE_URL"] == demo_database_url(directory)
+    # scripts/demo evaluates these lines in bash: quoting survives a space in the path
+    printed = subprocess.run([sys.executable, "-m", "deid_core.demo", "--print-env"],
+                             capture_output=True, text=True, check=True).stdout
+    echoed = subprocess.run(["bash", "-c", printed + 'printf %s "$DEID_DATA_DIR"'],
+                            capture_output=True, text=True, check=True).stdout
+    assert echoed == str(directory)
+
+
+def test_streamlit_config_hides_deploy_and_listens_locally():
+    """The project's .streamlit/config.toml: no Deploy button, localhost only."""
+    from pathlib import Path
+
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / ".streamlit" / "config.toml").read_text("utf-8"))
+    assert config["client"]["toolbarMode"] in ("viewer", "minimal")
+    assert config["server"]["address"] == "127.0.0.1"
+    demo = (root / "scripts" / "demo").read_text("utf-8")
+    assert 'cd "$(dirname "$0")/.."' in demo and "--server.address 0.0.0.0" not in demo.split("exec")[-1]

@@ -176,3 +176,56 @@ def test_apply_action(action, expected):
 def test_apply_action_rejects_bad_payloads(action):
     with pytest.raises(EditRejected):
         apply_action(EditState.start([]), action, TOKENS, "rita", ["PATIENT"])
+
+
+# --- a layer edited in the browser -----------------------------------------------------
+
+
+def _browser(spans):
+    return [{"s": s.start, "e": s.end, "l": s.label, "src": s.source, "sc": s.score} for s in spans]
+
+
+def test_layer_from_browser_keeps_server_provenance_and_marks_changes_human():
+    from deid_core.ui.editing import layer_from_browser
+
+    ann = TEXT.index("Ann Lee")
+    model = Span(ann, ann + 7, "PATIENT", "crf:v1", 0.61)
+    state = EditState.start([model])
+    sent = _browser([model]) + [{"s": 0, "e": 4, "l": "DOCTOR", "src": "crf:forged", "sc": 0.99}]
+    out = layer_from_browser(state, sent, TOKENS, len(TEXT), "rita", ["PATIENT", "DOCTOR"])
+    assert out.spans == (Span(0, 4, "DOCTOR", "human:rita", 1.0), model)
+    assert out.undo_stack == (state.spans,)
+    # "Enter" on an uncertain span: the browser marks it the reviewer's
+    confirmed = [dict(_browser([model])[0], src="human:rita", sc=1.0)]
+    assert layer_from_browser(state, confirmed, TOKENS, len(TEXT), "rita", ["PATIENT"]).spans == (
+        Span(ann, ann + 7, "PATIENT", "human:rita", 1.0),)
+
+
+@pytest.mark.parametrize(
+    "sent, message",
+    [
+        ("nope", "no span list"),
+        ([{"s": 0, "e": 999, "l": "PATIENT"}], "outside the note"),
+        ([{"s": 1, "e": 4, "l": "PATIENT"}], "on tokens"),
+        ([{"s": 0, "e": 4, "l": "<script>"}], "label outside"),
+        ([{"s": 0, "e": 4, "l": "PATIENT"}, {"s": 0, "e": 7, "l": "DOCTOR"}], "overlap"),
+        ([{"s": "0", "e": 4, "l": "PATIENT"}], "offsets"),
+    ],
+)
+def test_layer_from_browser_rejects_bad_layers(sent, message):
+    from deid_core.ui.editing import layer_from_browser
+
+    with pytest.raises(EditRejected, match=message):
+        layer_from_browser(EditState.start([]), sent, TOKENS, len(TEXT), "rita", ["PATIENT", "DOCTOR"])
+
+
+def test_layer_from_browser_keeps_an_imported_label_the_scheme_lacks_but_refuses_new_ones():
+    from deid_core.ui.editing import layer_from_browser
+
+    imported = Span(0, 4, "<img onerror=x>", "import", 1.0)
+    state = EditState.start([imported])
+    out = layer_from_browser(state, _browser([imported]), TOKENS, len(TEXT), "rita", ["PATIENT"])
+    assert out.spans == (imported,)
+    moved = [dict(_browser([imported])[0], e=7)]
+    with pytest.raises(EditRejected, match="label outside"):
+        layer_from_browser(state, moved, TOKENS, len(TEXT), "rita", ["PATIENT"])

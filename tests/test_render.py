@@ -14,7 +14,6 @@ from deid_core.ui.render import (
     render_note_html,
     safe_colour,
     segment_note,
-    segments_payload,
     text_colour,
 )
 
@@ -99,14 +98,6 @@ def test_unknown_label_gets_fallback_colour_and_numbered_legend():
     assert "<kbd>1</kbd>" in legend and "<kbd>2</kbd>" in legend
 
 
-def test_payload_carries_text_for_textcontent_only():
-    text = "Ann <b>x</b>"
-    segs = segment_note(len(text), [Span(0, 3, "PATIENT", "crf:v", 0.5)])
-    payload = segments_payload(text, segs, {"PATIENT": "#e6194b"})
-    assert "".join(p["t"] for p in payload) == text
-    assert payload[0]["u"] is True and payload[0]["c"] == "#e6194b"
-
-
 def test_editor_payload_sanitises_colours_and_keeps_text_as_data():
     from deid_core.ui.component import editor_payload
 
@@ -115,8 +106,9 @@ def test_editor_payload_sanitises_colours_and_keeps_text_as_data():
                              labels=["PATIENT", "<i>L</i>"],
                              colours={"PATIENT": "red;x:url(y)", "<i>L</i>": "#123456"})
     assert [lab["c"] for lab in payload["labels"]] == [FALLBACK_COLOUR, "#123456"]
-    assert payload["segments"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
-    assert "".join(s["t"] for s in payload["segments"]) == text and payload["rev"] == 3
+    assert payload["spans"][0]["l"] == "<i>L</i>"  # set with textContent by the browser
+    assert payload["text"] == text and payload["rev"] == "3"
+    assert payload["origin"] == payload["spans"]  # opened on this layer
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,7 @@ class Draft:
     spans: tuple[Span, ...]
     created_at: datetime
     resolved_at: datetime | None
+    reason: str = "conflict"  # "conflict" (a save lost a race) | "autosave" (work in progress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -909,11 +910,19 @@ def save_review(
                                                 ReviewDraft.document_id == doc_id)
                       .values(resolved_at=finished)
                       .execution_options(synchronize_session=False))
+        # The reviewer's work-in-progress draft of this note is now saved for real.
+        s.execute(update(ReviewDraft).where(ReviewDraft.document_id == doc_id,
+                                            ReviewDraft.author == reviewer,
+                                            ReviewDraft.reason == "autosave",
+                                            ReviewDraft.resolved_at.is_(None))
+                  .values(resolved_at=finished)
+                  .execution_options(synchronize_session=False))
         counts = dict(Counter(decision for _sp, decision, _p in decided))
         record_event(s, reviewer, "review.save", "document", doc_id, project_id=d.project_id,
                      before={"version": base_version, "spans": _offsets(_previous_spans(previous))},
                      after={"version": new_version, "spans": _offsets(layer),
-                            "decisions": counts})
+                            "decisions": counts,
+                            "seconds": round(duration, 1) if duration is not None else None})
         return ReviewSaved(doc_id, new_version, review.id, counts)
 
 
@@ -934,8 +943,56 @@ def list_drafts(
         q = q.where(ReviewDraft.resolved_at.is_(None))
     with read_session(engine) as s:
         return [Draft(r.id, r.document_id, r.author, r.base_version, r.conflict_version,
-                      spans_from_json(r.spans), _now(r.created_at), _aware(r.resolved_at))
+                      spans_from_json(r.spans), _now(r.created_at), _aware(r.resolved_at),
+                      r.reason or "conflict")
                 for r in s.scalars(q)]
+
+
+def autosave_draft(
+    engine: Engine, doc_id: int, author: str, spans: Iterable[Span], base_version: int
+) -> int:
+    """Keep a reviewer's unsaved layer of a note (one open autosave per note and author).
+
+    The review editor sends it a moment after each edit, so a closed tab or a
+    lost session loses nothing; ``save_review`` resolves it. Not audited: it is
+    work in progress, not a decision.
+    """
+    layer = sort_spans(spans)
+    with write_session(engine) as s:
+        d = _document(s, doc_id)
+        _check_layer(layer, d.n_chars, doc_id)
+        row = s.scalar(select(ReviewDraft).where(
+            ReviewDraft.document_id == doc_id, ReviewDraft.author == author,
+            ReviewDraft.reason == "autosave", ReviewDraft.resolved_at.is_(None))
+            .order_by(ReviewDraft.id.desc()).limit(1))
+        if row is None:
+            row = ReviewDraft(document_id=doc_id, author=author, base_version=base_version,
+                              conflict_version=base_version, reason="autosave")
+            s.add(row)
+        row.base_version = row.conflict_version = base_version
+        row.spans = spans_to_json(layer)
+        row.created_at = utcnow()
+        s.flush()
+        return int(row.id)
+
+
+def reopen(engine: Engine, doc_id: int, reviewer: str) -> bool:
+    """Take back a note this reviewer just accepted: in review again, assigned to them.
+
+    Its saved versions stay in the history; the next save makes a new version.
+    Refused (``False``) when someone else saved it since or holds it.
+    """
+    with write_session(engine) as s:
+        d = _document(s, doc_id, lock=True)
+        if d.status == "in_review" and d.assigned_to == reviewer:
+            return True
+        if d.status != "reviewed" or d.updated_by != reviewer or d.assigned_to not in (None, reviewer):
+            return False
+        d.status, d.assigned_to, d.assigned_at = "in_review", reviewer, utcnow()
+        record_event(s, reviewer, "document.reopen", "document", doc_id, project_id=d.project_id,
+                     before={"status": "reviewed", "version": d.version},
+                     after={"status": "in_review", "assigned_to": reviewer})
+        return True
 
 
 def discard_draft(engine: Engine, draft_id: int, *, actor: str) -> None:

@@ -313,3 +313,60 @@ def apply_action(
     if kind == "extend":
         return extend_span(state, tokens, start, end, str(action.get("direction")), author)
     return shrink_span(state, tokens, start, end, str(action.get("side")), author)
+
+
+# --- a whole layer edited in the browser ----------------------------------------------
+
+#: What the browser may send as a layer: at most this many spans.
+MAX_BROWSER_SPANS = 20_000
+
+
+def layer_from_browser(
+    state: EditState,
+    raw: object,
+    tokens: Sequence[TokenLike],
+    text_length: int,
+    author: str,
+    labels: Sequence[str],
+) -> EditState:
+    """The layer the review component edited locally, checked like any other input.
+
+    Every span must start and end on token boundaries inside the note, overlap
+    no other span and carry a label of the project's scheme (unless it is a span
+    the server sent as is, such as an imported one). Provenance is not
+    taken from the browser: a span identical (offsets and label) to one of the
+    current layer or of the layer the note was opened on keeps that span's
+    source and score, every other span is the reviewer's (``human:<author>``,
+    score 1.0), so a forged source or score cannot reach the store. A span the
+    browser marks as confirmed by a person (source ``human:<author>``) becomes
+    the reviewer's too. The result is one undo step on ``state``.
+    """
+    if not isinstance(raw, list) or len(raw) > MAX_BROWSER_SPANS:
+        raise EditRejected("the editor sent no span list")
+    starts = {t.start for t in tokens}
+    ends = {t.end for t in tokens}
+    allowed = set(labels)
+    known = {s.key: s for s in (*state.origin, *state.spans)}
+    mine = human(author)
+    out: list[Span] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise EditRejected(f"span {i} is not an object")
+        start, end, label = item.get("s"), item.get("e"), item.get("l")
+        if type(start) is not int or type(end) is not int or not 0 <= start < end <= text_length:
+            raise EditRejected(f"span {i} has offsets outside the note ({start!r}..{end!r})")
+        if start not in starts or end not in ends:
+            raise EditRejected(f"span {i} at {start}..{end} does not start and end on tokens")
+        previous = known.get((start, end, label)) if isinstance(label, str) else None
+        if previous is None and (not isinstance(label, str) or label not in allowed):
+            # an imported span may carry a label the scheme lacks; a new one may not
+            raise EditRejected(f"span {i} at {start}..{end} has a label outside the project's scheme")
+        if previous is not None and item.get("src") != mine:
+            out.append(previous)
+        else:
+            out.append(Span(start, end, label, mine, 1.0))
+    layer = sort_spans(out)
+    for a, b in zip(layer, layer[1:]):
+        if b.start < a.end:
+            raise EditRejected(f"spans at {a.start}..{a.end} and {b.start}..{b.end} overlap")
+    return state.push(layer)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,23 @@ def start_job(name: str, label: str, work: Callable[[Progress], Any]) -> Job:
 
     threading.Thread(target=run, name=f"deid-job-{name}", daemon=True).start()
     return job
+
+
+def ended_unseen(state: MutableMapping[str, Any], job: Job | None) -> bool:
+    """True once per session for a job that ended since the page was last drawn in full.
+
+    The page calls it at the top (a full run shows fresh versions, curve and history)
+    and the polling fragment calls it too: when the job ends under the fragment, only
+    a full rerun refreshes the rest of the page and re-enables its buttons.
+    """
+    if job is None or job.running:
+        return False
+    token = f"{job.name}@{job.started}"
+    seen = state.setdefault("jobs_seen", set())
+    if token in seen:
+        return False
+    seen.add(token)
+    return True
 
 
 def wait(job: Job, timeout: float = 60.0) -> Job:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from sqlalchemy.engine import Engine
 
 from deid_core.errors import DeidError
@@ -36,7 +35,9 @@ def models_dir(project: str, active_path: str | None = None) -> Path:
         return Path(explicit) / project
     if active_path:
         return Path(active_path).parent
-    return platformdirs.user_data_path("deid-workbench") / "models" / project
+    from deid_core.ui.exporting import data_dir
+
+    return data_dir() / "models" / project
 
 
 def _scale(progress: Progress | None, lo: float, hi: float) -> Progress:

@@ -81,6 +81,28 @@ def queue_table(rows: Sequence[QueueRow], summaries: dict[int, tuple[int, str]])
     return out
 
 
+def find_rows(table: Sequence[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    """Rows whose database id, note id or patient id contains ``query`` (case-insensitive).
+
+    The table's own search box looks at rendered cells only and missed note ids a
+    reviewer typed; this matches on the identifiers themselves.
+    """
+    needle = query.strip().lower()
+    if not needle:
+        return list(table)
+    keys = ("id", "note", "patient")
+    return [r for r in table if any(needle in str(r.get(k) or "").lower() for k in keys)]
+
+
+STATUS_ORDER = ("reviewed", "in_review", "new", "skipped")
+STATUS_COLOURS = ("#2b8a3e", "#1c7ed6", "#868e96", "#e8590c")
+
+
+def progress_frame(counts: dict[str, int]) -> list[dict[str, Any]]:
+    """One row per status, every status present (zero included) and in a fixed order."""
+    return [{"status": s, "notes": int(counts.get(s, 0))} for s in STATUS_ORDER]
+
+
 def queue_orders(engine: Engine, project: Any) -> dict[str, str]:
     """The orders the Queue page offers, best first.
 

@@ -178,41 +178,44 @@ def render_legend_html(
 
 
 NOTE_CSS = """
-.deid-note{white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;
-  font-size:0.92rem;line-height:1.9;padding:0.8rem;border:1px solid #ddd;border-radius:6px;
-  background:#fff;color:#111;max-height:70vh;overflow-y:auto}
-.deid-span{border-radius:3px;padding:1px 2px}
-.deid-uncertain{outline:2px dashed #d00;outline-offset:1px}
-.deid-tag{font-size:0.62rem;font-weight:700;margin-left:3px;opacity:0.85;
+.deid-static .deid-note{white-space:pre-wrap;font-family:ui-monospace,Menlo,Consolas,monospace;
+  font-size:0.92rem;line-height:1.9;padding:0.8rem;border:1px solid rgba(128,128,128,0.45);
+  border-radius:6px;background:transparent;color:inherit;max-height:70vh;overflow-y:auto}
+.deid-static .deid-span{border-radius:3px;padding:1px 2px}
+.deid-static .deid-uncertain{outline:2px dashed #d6336c;outline-offset:1px}
+.deid-static .deid-tag{font-size:0.62rem;font-weight:700;margin-left:3px;opacity:0.85;
   font-family:system-ui,sans-serif;vertical-align:super;user-select:none}
-.deid-near{cursor:help}
-.deid-legend{display:flex;flex-wrap:wrap;gap:0.35rem 0.9rem;font-size:0.8rem;margin:0.3rem 0}
-.deid-legend-item{display:inline-flex;align-items:center;gap:0.25rem}
-.deid-swatch{display:inline-block;width:0.9rem;height:0.9rem;border-radius:2px}
+.deid-static .deid-near{cursor:help}
+.deid-static .deid-hatch{display:inline-block;width:1.6rem;height:0.9rem;border-bottom:3px solid #d6336c;
+  background-image:repeating-linear-gradient(135deg,#d6336c 0 3px,transparent 3px 7px)}
+.deid-static .deid-legend{display:flex;flex-wrap:wrap;gap:0.35rem 0.9rem;font-size:0.8rem;margin:0.3rem 0;color:inherit}
+.deid-static .deid-legend-item{display:inline-flex;align-items:center;gap:0.3rem}
+.deid-static .deid-legend kbd{font-size:0.72rem;font-family:ui-monospace,Menlo,Consolas,monospace;
+  border:1px solid rgba(128,128,128,0.6);border-radius:3px;padding:0 4px;color:inherit;
+  background:rgba(128,128,128,0.15)}
+.deid-static .deid-swatch{display:inline-block;width:0.9rem;height:0.9rem;border-radius:2px}
+.deid-static .deid-marks{display:flex;flex-wrap:wrap;gap:0.35rem 1.2rem;font-size:0.8rem;margin-top:0.6rem;color:inherit}
+.deid-static .deid-marks mark{background:rgba(128,128,128,0.25);color:inherit;padding:0 4px}
 """
 
 
+def render_marks_legend_html() -> str:
+    """What the outlines and fills on a note mean (the label swatches say which label)."""
+    return (
+        '<div class="deid-marks">'
+        '<span class="deid-legend-item"><mark class="deid-span deid-uncertain">span</mark>'
+        " uncertain: marginal probability below the project's threshold</span>"
+        '<span class="deid-legend-item"><span class="deid-hatch"></span>'
+        " possible miss: the same text is PHI elsewhere, or the model gave it a PHI"
+        " probability; Enter accepts it</span>"
+        "</div>"
+    )
+
+
 def page_html(body: str) -> str:
-    """``body`` wrapped with the note stylesheet, for ``st.html``."""
-    return f"<style>{NOTE_CSS}</style>{body}"
-
-
-def segments_payload(
-    text: str,
-    segments: Sequence[Segment],
-    colours: Mapping[str, str],
-) -> list[dict[str, object]]:
-    """Segments as JSON for the review component, which sets them with ``textContent``."""
-    out: list[dict[str, object]] = []
-    for seg in segments:
-        item: dict[str, object] = {"s": seg.start, "e": seg.end, "k": seg.kind,
-                                   "t": text[seg.start : seg.end]}
-        if seg.kind != "text":
-            colour = safe_colour(colours.get(seg.label))
-            item.update(l=seg.label, c=colour, fg=text_colour(colour), u=seg.uncertain,
-                        title=span_title(seg))
-        out.append(item)
-    return out
+    """``body`` wrapped with the note stylesheet, for ``st.html``. The rules are scoped to
+    the wrapper, so they never restyle the review component on the same page."""
+    return f'<style>{NOTE_CSS}</style><div class="deid-static">{body}</div>'
 
 
 #: Keys 1-9 go to the labels reviewers need most. For i2b2 2014 this is the

@@ -16,14 +16,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from deid_core.ui.bootstrap import ensure_first_admin
-from deid_core.ui.session import (
-    SessionUser,
-    can_open,
-    check_idle,
-    current_user,
-    init_state,
-    take_flash,
-)
+from deid_core.ui.session import SessionUser, can_open, take_flash
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +53,14 @@ def model_at(path: str) -> Any:
     return load_model(path, mtime)
 
 
+def session_cookie_value() -> str | None:
+    """The session cookie the browser sent when this session started (a reload sends it)."""
+    from deid_core.ui.session_token import COOKIE_NAME
+
+    value = st.context.cookies.get(COOKIE_NAME)
+    return value if isinstance(value, str) else None  # AppTest has no real cookies
+
+
 @dataclass(frozen=True)
 class PageContext:
     engine: Engine
@@ -89,11 +90,13 @@ def current_project(engine: Engine) -> Any:
 
 
 def guard(page: str) -> PageContext:
-    """Start of every page: state set up, idle timeout, role check, flashed messages."""
+    """Start of every page: state set up, idle timeout, role re-read from the database, role
+    check, flashed messages. ``app.py`` did the same a moment earlier in a normal run; doing
+    it again here also covers a page script run on its own."""
+    from deid_core.ui.auth import authorise
+
     state = st.session_state
-    init_state(state)
-    check_idle(state)
-    user = current_user(state)
+    user = authorise(state, engine(), session_cookie_value())
     if user is None:
         st.warning("Please sign in.")
         st.stop()

@@ -89,10 +89,6 @@ def follow_model(state: EditState | None, model_spans: Sequence[Span], reviewed:
     return state
 
 
-def uncertain_count(spans: Sequence[Span], below: float) -> int:
-    return sum(1 for s in spans if s.score < below)
-
-
 def hints_for(shown: Sequence[Span], live: ModelView) -> tuple[Span, ...]:
     """Where to look when the layer shown is not the live model's (an import, an older model).
 
@@ -101,3 +97,50 @@ def hints_for(shown: Sequence[Span], live: ModelView) -> tuple[Span, ...]:
     """
     extra = [s for s in live.spans if not any(s.overlaps(p) for p in shown)]
     return tuple(sorted([*live.near_misses, *extra], key=lambda s: (s.start, s.end)))
+
+
+#: A patient's other notes read for possible misses (most recent first); more is rarely useful.
+PATIENT_NOTES_LIMIT = 40
+
+
+def patient_phi_strings(
+    engine: Any, cache: MutableMapping[Any, Any], project_id: int, patient_id: Any, doc_id: int
+) -> list[tuple[str, str]]:
+    """(text, label) of the PHI marked in this patient's other notes: reviewed spans, else
+    predicted ones. The review editor marks their unmarked occurrences in this note as
+    possible misses. Cached in the session (the strings are PHI: never process-wide)."""
+    if not patient_id:
+        return []
+    key = (project_id, str(patient_id), doc_id)
+    if key in cache:
+        return list(cache[key])
+    from deid_core.store import repository as repo
+    from deid_core.ui.queue import patient_document_ids
+
+    found: dict[str, str] = {}
+    others = [i for i in patient_document_ids(engine, project_id, str(patient_id)) if i != doc_id]
+    for other in others[-PATIENT_NOTES_LIMIT:]:
+        layers = repo.get_document(engine, other)
+        spans = layers.document.spans if layers.version > 0 else (
+            layers.prediction.spans if layers.prediction is not None else ())
+        for span in spans:
+            text = layers.document.text[span.start : span.end]
+            if len(text.strip()) > 1:
+                found.setdefault(text, span.label)
+    out = sorted(found.items())
+    if len(cache) > 64:
+        cache.clear()
+    cache[key] = out
+    return out
+
+
+def pace_text(seconds: Sequence[float]) -> str:
+    """" · this session: 5 notes, 48 s per note" for the Review page's progress line."""
+    if not seconds:
+        return " · this session: no notes yet"
+    ordered = sorted(seconds)
+    median = ordered[len(ordered) // 2] if len(ordered) % 2 else (
+        ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+    per_hour = 3600.0 / median if median > 0 else 0.0
+    return (f" · this session: {len(seconds)} note{'s' if len(seconds) != 1 else ''},"
+            f" median {median:.0f} s per note (~{per_hour:.0f}/hour)")

@@ -56,16 +56,27 @@ def _defaults() -> dict[str, Any]:
         "user": None,  # SessionUser | None
         "project": None,  # name of the project being worked on
         "last_seen": None,  # float seconds
+        "session_token": None,  # SessionToken behind the cookie (deid_core.ui.session_token)
+        "cookie": None,  # cookie value to write on this run: a token, "" to clear, None: leave
         "flash": [],  # (kind, message) shown once on the next run
         "drafts": {},  # doc id -> EditState: unsaved edits survive reruns
         "opened": {},  # doc id -> store version the reviewer opened (optimistic save base)
         "encoded": {},  # doc id -> (model version, Encoded): re-decode at a new bias fast
-        "editor_rev": 0,  # bumps whenever the edited layer changes (component redraw)
+        "editor_rev": 0,  # bumps when the server changes the layer (the browser reloads it)
+        "editor_seq": None,  # sequence number of the last browser action handled
         "current_doc": None,  # doc id open on the Review page
+        "doc_param": None,  # the ?doc= value the Review page last wrote (a different one is a link)
+        "review_history": [],  # doc ids accepted in this session, for "B" (back and reopen)
+        "session_reviews": [],  # seconds spent on each note saved in this session (pace)
+        "patient_phi": {},  # (project, patient, doc) -> PHI strings of the patient's other notes
         "apply_all_plan": None,  # pending apply-to-all preview
         "conflict": None,  # last ReviewConflict for the open document
         "train_job": None,  # background retraining job handle
         "predict_job": None,  # background re-prediction job handle
+        "jobs_seen": set(),  # background jobs whose end a full page run has shown
+        "import_round": 0,  # bumps after an import: the uploader starts empty again
+        "import_report": None,  # what the last import did, shown after its rerun
+        "last_export": None,  # the last export's folder and summary: downloads stay on screen
     }
 
 

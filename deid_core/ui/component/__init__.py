@@ -1,10 +1,12 @@
 """The review editor: a Streamlit inline component (components v2, no build step).
 
-The browser draws the note from segments with ``textContent`` only and sends
-back one action per user gesture (``add``, ``relabel``, ``delete``, ``extend``,
-``shrink``, ``undo``, ``accept``, ``skip``) as a trigger value; Python applies
-it with :func:`deid_core.ui.editing.apply_action`, which snaps to tokens and
-validates the payload.
+The browser holds the note's spans and applies every edit locally (no
+Streamlit rerun per edit); it draws the note with ``textContent`` only. It
+sends the whole layer back as a trigger value only to sync: ``draft``
+(autosave, a moment after the last edit), ``accept``, ``save``, ``skip`` and
+``back``. Python checks that layer with
+:func:`deid_core.ui.editing.layer_from_browser` (token boundaries, labels, no
+overlaps, provenance from the server) before anything is stored.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from deid_core.ui.render import (
     DEFAULT_UNCERTAIN_BELOW,
     label_colours,
     safe_colour,
-    segment_note,
-    segments_payload,
     text_colour,
 )
 
@@ -35,7 +35,7 @@ def _assets() -> tuple[str, str]:
 def editor_payload(
     *,
     doc_id: str,
-    rev: int,
+    rev: int | str,
     text: str,
     spans: Sequence[Span],
     labels: Sequence[str],
@@ -43,25 +43,56 @@ def editor_payload(
     near_misses: Sequence[Span] = (),
     uncertain_below: float = DEFAULT_UNCERTAIN_BELOW,
     readonly: bool = False,
+    tokens: Sequence[tuple[int, int]] = (),
+    origin: Sequence[Span] | None = None,
+    known: Sequence[tuple[str, str]] = (),
+    base: str = "",
+    user: str = "",
+    progress: str = "",
+    focus: bool = True,
+    focus_offset: int | None = None,
 ) -> dict[str, Any]:
-    """Everything the browser needs, as JSON; ``rev`` changes whenever the layer does."""
+    """Everything the browser needs to edit the note on its own, as JSON.
+
+    ``rev`` changes whenever the server changes the layer behind the editor's
+    back (a loaded draft, an apply-to-all, a conflict resolved, a new bias on an
+    untouched note): the browser then drops its local copy for the server's.
+    ``base`` names the stored version the edits start from (localStorage drafts
+    of another version are dropped). ``known`` holds (text, label) pairs that
+    are PHI in this patient's other notes; the browser marks their unmarked
+    occurrences, and those of this note's own spans, as possible misses.
+    """
     palette = {name: safe_colour(c) for name, c in colours.items()}
     palette.update(label_colours([s.label for s in spans if s.label not in palette], None))
-    segs = segment_note(len(text), spans, near_misses, uncertain_below=uncertain_below)
+
+    def span_json(s: Span) -> dict[str, Any]:
+        return {"s": s.start, "e": s.end, "l": s.label, "src": s.source, "sc": round(float(s.score), 4)}
+
     return {
         "doc_id": doc_id,
-        "rev": rev,
+        "rev": str(rev),
+        "base": base,
+        "user": user,
         "readonly": readonly,
+        "focus": focus,
+        "text": text,
+        "tokens": [[int(a), int(b)] for a, b in tokens],
         "labels": [
             {"name": name, "c": palette.get(name, "#999999"), "fg": text_colour(palette.get(name, "#999999"))}
             for name in labels
         ],
-        "segments": segments_payload(text, segs, palette),
+        "spans": [span_json(s) for s in spans],
+        "origin": [span_json(s) for s in (spans if origin is None else origin)],
+        "near": [span_json(s) for s in near_misses],
+        "known": [{"t": t, "l": lab} for t, lab in known],
+        "uncertain_below": float(uncertain_below),
+        "progress": progress,
+        "focus_offset": focus_offset,
     }
 
 
 def review_editor(payload: dict[str, Any], *, key: str = "review_editor") -> dict[str, Any] | None:
-    """Mount the editor; returns the action the user just took, or ``None``."""
+    """Mount the editor; returns the sync action the browser just sent, or ``None``."""
     global _renderer
     import streamlit as st
 
@@ -73,3 +104,37 @@ def review_editor(payload: dict[str, Any], *, key: str = "review_editor") -> dic
     result = _renderer(key=key, data=payload, on_action_change=lambda: None)
     action = getattr(result, "action", None)
     return action if isinstance(action, dict) else None
+
+
+_COOKIE_JS = """
+export default function (component) {
+  const d = component.data || {};
+  if (typeof d.value !== "string" || !/^[A-Za-z0-9_.@~-]*$/.test(d.value)) return;
+  const secure = location.protocol === "https:" ? "; Secure" : "";
+  const life = d.value === "" ? "Max-Age=0" : "Max-Age=" + Number(d.max_age);
+  document.cookie = d.name + "=" + d.value + "; Path=/; " + life + "; SameSite=Strict" + secure;
+}
+"""
+_cookie_renderer: Any = None
+
+
+def session_cookie(state: Any, *, key: str = "deid_session_cookie") -> None:
+    """Write ``state["cookie"]`` to the browser (a token, or "" to clear it), once.
+
+    Components v2 run their JavaScript in the page itself, so ``document.cookie``
+    reaches the app's origin; Streamlit reads it back through ``st.context.cookies``
+    when the next session (a reload) starts. The value is a signed token without
+    PHI (:mod:`deid_core.ui.session_token`); ``SameSite=Strict``, ``Secure`` on HTTPS.
+    """
+    global _cookie_renderer
+    import streamlit as st
+
+    from deid_core.ui.session_token import COOKIE_NAME, MAX_AGE_SECONDS
+
+    if _cookie_renderer is None:
+        _cookie_renderer = st.components.v2.component(
+            "deid_session_cookie", html="", js=_COOKIE_JS, isolate_styles=False
+        )
+    value = state.get("cookie")
+    state["cookie"] = None  # written once; the next run leaves the cookie alone
+    _cookie_renderer(key=key, data={"name": COOKIE_NAME, "value": value, "max_age": MAX_AGE_SECONDS})
