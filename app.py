@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from deid_core.cli.errors import report
 from deid_core.store.repository import list_projects
 from deid_core.ui.resources import engine
 from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
@@ -48,4 +49,9 @@ else:
         st.button("Sign out", icon=":material/logout:", key="sign_out",
                   on_click=sign_out, args=(st.session_state, "Signed out."))
 
-nav.run()
+try:
+    nav.run()
+except Exception as exc:  # noqa: BLE001 - the one error boundary (st.stop/rerun are BaseExceptions)
+    # The page's exception text may quote note text or SQL parameters: show and log only
+    # the code, the class and the safe fields (file, line, document id, offset).
+    st.error(report(exc).line())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from deid_core.errors import (
     AlreadyExists,
     CorpusFormatError,
+    EmptyInput,
     InvalidSpan,
     NotFound,
     StoreError,
@@ -287,11 +289,77 @@ def _document(s: Session, doc_id: int, *, lock: bool = False) -> DocumentRow:
     return row
 
 
+#: Column widths the library checks before writing, so no database refuses a row mid-batch.
+MAX_EXTERNAL_ID = 500
+
+
+def _check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> None:
+    """Refuse what a database would refuse (or store wrongly) with a message naming the place.
+
+    NUL characters (PostgreSQL cannot store them), lone surrogates (not
+    encodable as UTF-8), over-long ids, non-finite numbers in scores or meta
+    (PostgreSQL JSON rejects NaN; SQLite stores it), and gold labels outside
+    the project's scheme.
+    """
+    where = {"doc_id": doc.id[:80]}
+    if len(doc.id) > MAX_EXTERNAL_ID:
+        raise CorpusFormatError(
+            f"document id is {len(doc.id)} characters, more than the {MAX_EXTERNAL_ID} allowed",
+            **where).with_code("E_TOO_LONG")
+    for name, value in (("document id", doc.id), ("text", doc.text)):
+        nul = value.find("\x00")
+        if nul >= 0:
+            raise CorpusFormatError(f"{name} contains a NUL character", offset=nul,
+                                    **where).with_code("E_NUL")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorpusFormatError(f"{name} contains a lone surrogate (not valid Unicode)",
+                                    offset=exc.start, **where).with_code("E_UNICODE") from None
+    for i, sp in enumerate(doc.spans):
+        if not math.isfinite(sp.score):
+            raise CorpusFormatError("span score is not a finite number", span_index=i,
+                                    offset=sp.start, **where).with_code("E_NAN")
+        if allowed_labels is not None and sp.label not in allowed_labels:
+            raise CorpusFormatError(
+                f"label {sp.label[:40]!r} is not in the project's scheme; allowed:"
+                f" {', '.join(sorted(allowed_labels))}", span_index=i, offset=sp.start, **where,
+            ).with_code("E_LABEL")
+    bad = _non_finite(doc.meta)
+    if bad is not None:
+        raise CorpusFormatError(f"meta field {bad!r} is not a finite number",
+                                **where).with_code("E_NAN")
+
+
+def _non_finite(value: Any, path: str = "meta") -> str | None:
+    """The path of the first NaN or infinity in a JSON-like value (bounded depth by the reader)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            hit = _non_finite(v, f"{path}.{k}"[:80])
+            if hit:
+                return hit
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            hit = _non_finite(v, f"{path}[{i}]"[:80])
+            if hit:
+                return hit
+    return None
+
+
+def _finite_or_none(value: float | None, what: str, doc_id: int) -> float | None:
+    if value is not None and not math.isfinite(float(value)):
+        raise StoreError(f"document {doc_id}: {what} is not a finite number").with_code("E_NAN")
+    return value
+
+
 def _check_layer(spans: Sequence[Span], n_chars: int, doc_id: int) -> None:
     where = f"document {doc_id}"
     seen: set[tuple[int, int, str]] = set()
     for span in spans:
         span.check_fits(n_chars, doc_id=where)
+        _finite_or_none(span.score, f"span {span.start}..{span.end} score", doc_id)
         if span.key in seen:
             raise InvalidSpan(f"{where}: duplicate span {span.start}..{span.end} ({span.label})")
         seen.add(span.key)
@@ -384,12 +452,15 @@ def import_documents(
         s.flush()
         batch_sha: dict[str, str] = {}
         batch_ids: set[str] = set()
+        allowed = frozenset(load_scheme(proj.scheme).names) if annotations == "gold" else None
         it = iter(docs)
         while True:
             chunk = list(islice(it, chunk_size))
             if not chunk:
                 break
             n_seen += len(chunk)
+            for d in chunk:
+                _check_import_doc(d, allowed)
             hashes = [sha256_text(d.text) for d in chunk]
             existing_sha = dict(
                 s.execute(
@@ -448,6 +519,10 @@ def import_documents(
             if progress is not None:
                 frac = min(n_seen / total, 1.0) if total else 0.0
                 progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", frac)
+        if n_seen == 0:
+            # An empty batch row would read as a successful import of nothing.
+            raise EmptyInput(f"nothing to import: no notes in {source or 'the input'}",
+                             path=source or None)
         batch.n_documents = n_imported
         batch.n_duplicates = len(duplicates)
         record_event(s, actor, "import", "import_batch", batch.id, project_id=proj.id,
@@ -975,6 +1050,9 @@ def record_predictions(
                     raise NotFound(f"no document with id {p.doc_id}")
                 for sp in p.spans:
                     sp.check_fits(lengths[p.doc_id], doc_id=f"document {p.doc_id}")
+                    _finite_or_none(sp.score, f"span {sp.start}..{sp.end} score", p.doc_id)
+                _finite_or_none(p.logprob, "logprob", p.doc_id)
+                _finite_or_none(p.logprob_norm, "logprob_norm", p.doc_id)
                 norm = p.logprob_norm
                 if norm is None and p.logprob is not None and p.n_tokens:
                     norm = p.logprob / p.n_tokens
