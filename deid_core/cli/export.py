@@ -195,13 +195,13 @@ def run_export(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     engine = open_store(args.db)
-    actor = _actor(args)
+    actor = _actor(args, engine)
     project = get_project(engine, args.project)
     if args.mapping_out:
         # Checked first, so a refused mapping export costs nothing (the refusal is audited).
-        check_mapping_export(engine, args.project, args.actor)
+        check_mapping_export(engine, args.project, actor)
     if not args.output:
-        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        n = export_surrogate_mapping(engine, args.project, actor, args.mapping_out)
         print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
         return 0
     ops = operator_config(
@@ -230,7 +230,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         close()
     if args.mapping_out:
-        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        n = export_surrogate_mapping(engine, args.project, actor, args.mapping_out)
         print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
     m = result.manifest
     print(

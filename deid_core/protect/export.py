@@ -71,6 +71,7 @@ from deid_core.protect.surrogate_map import (
     secret_fingerprint,
 )
 from deid_core.spans import Document
+from deid_core.store.authz import SYSTEM, Actor, require
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
 MANIFEST_VERSION = 1
@@ -285,6 +286,7 @@ def export_corpus(
     progress: Progress | None = None,
     audit: Callable[[dict[str, Any]], None] | None = None,
     unreviewed_not_loaded: int = 0,
+    skipped_by_reviewer: int = 0,
 ) -> ExportResult:
     """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
 
@@ -306,6 +308,10 @@ def export_corpus(
         items, include_unreviewed=config.include_unreviewed, confirm_unreviewed=confirm_unreviewed
     )
     scope["skipped_unreviewed"] += unreviewed_not_loaded
+    # Every note left out, with the reason, so the manifest accounts for the whole project.
+    scope["skipped_by_reviewer"] = skipped_by_reviewer
+    scope["left_out"] = {"unreviewed": scope["skipped_unreviewed"],
+                         "skipped_by_reviewer": skipped_by_reviewer}
     report = progress or (lambda _m, _f: None)
     ops = config.operators
     gen = ops.generator(secret)
@@ -442,7 +448,7 @@ def export_project(
     *,
     secret: bytes,
     config: ExportConfig | None = None,
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     confirm_unreviewed: bool = False,
     mapping: SurrogateMapping | None = None,
     progress: Progress | None = None,
@@ -462,6 +468,7 @@ def export_project(
     from deid_core.store.engine import write_session
     from deid_core.store.repository import UNREVIEWED, count_documents, get_project
 
+    actor = require(engine, actor, "admin", "export a project")
     info = get_project(engine, project)
     if mapping is None:
         mapping = DbSurrogateMapping(engine, info.id)
@@ -482,6 +489,7 @@ def export_project(
             items, out_dir, config=config, secret=secret, mapping=mapping,
             confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
             progress=progress, audit=audit, unreviewed_not_loaded=skipped,
+            skipped_by_reviewer=count_documents(engine, project, ("skipped",)),
         )
     except (LeakDetected, ExportRefused, MappingConflict) as exc:
         with write_session(engine) as s:

@@ -17,6 +17,7 @@ from deid_core.corpus import iter_jsonl
 from deid_core.errors import CorpusFormatError, EmptyInput, StoreError
 from deid_core.formats import iter_txt, read_brat_dir, read_csv, read_i2b2_xml
 from deid_core.spans import Document
+from deid_core.store.authz import SYSTEM, Actor
 from deid_core.store.repository import ImportResult, Progress, import_documents
 
 FORMATS = ("jsonl", "txt", "csv", "brat", "i2b2")
@@ -113,7 +114,7 @@ def import_paths(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     progress: Progress | None = None,
 ) -> ImportResult:
     """Import files as one all-or-nothing batch; duplicates (same sha256) are skipped and listed.

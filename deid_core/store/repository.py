@@ -39,6 +39,7 @@ from deid_core.errors import (
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 from deid_core.store.audit import record_event
+from deid_core.store.authz import SYSTEM, Actor, check
 from deid_core.store.engine import read_session, refresh_statistics, write_session
 from deid_core.store.models import (
     STATUSES,
@@ -371,7 +372,7 @@ def _check_layer(spans: Sequence[Span], n_chars: int, doc_id: int) -> None:
 
 def create_project(
     engine: Engine, name: str, *, lang: str = "en", scheme: str = "i2b2_2014",
-    settings: Mapping[str, Any] | None = None, actor: str = "system",
+    settings: Mapping[str, Any] | None = None, actor: Actor = SYSTEM,
 ) -> ProjectInfo:
     if not name or len(name) > 200:
         raise StoreError("a project name must be 1-200 characters")
@@ -381,6 +382,7 @@ def create_project(
     defaults: dict[str, Any] = {"bias": 0.0, "retrain_every": 50}
     defaults.update(settings or {})
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "create a project")
         if s.scalar(select(Project.id).where(Project.name == name)) is not None:
             raise AlreadyExists(f"project {name!r} already exists")
         p = Project(name=name, lang=lang, scheme=scheme, settings=defaults, created_by=actor)
@@ -402,10 +404,11 @@ def list_projects(engine: Engine) -> list[ProjectInfo]:
 
 
 def update_project_settings(
-    engine: Engine, name: str, updates: Mapping[str, Any], *, actor: str = "system"
+    engine: Engine, name: str, updates: Mapping[str, Any], *, actor: Actor = SYSTEM
 ) -> ProjectInfo:
     """Merge ``updates`` into the settings (O-label bias, retraining policy, ...)."""
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "change project settings")
         p = _project(s, name)
         before = dict(p.settings or {})
         after = {**before, **updates}
@@ -426,7 +429,7 @@ def import_documents(
     annotations: str = "none",
     fmt: str = "jsonl",
     source: str = "",
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     progress: Progress | None = None,
     total: int | None = None,
     chunk_size: int = 1000,
@@ -445,6 +448,7 @@ def import_documents(
     n_imported = n_spans = n_seen = 0
     duplicates: list[DuplicateNote] = []
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "import notes")
         proj = _project(s, project)
         batch = ImportBatch(project_id=proj.id, format=fmt, annotations=annotations,
                             source=source[:2000], created_by=actor)
@@ -702,13 +706,14 @@ def status_counts(engine: Engine, project: str) -> dict[str, int]:
 
 def set_queue_scores(
     engine: Engine, project: str, strategy: str, scores: Mapping[int, float], *,
-    model_version: str | None = None, actor: str = "system",
+    model_version: str | None = None, actor: Actor = SYSTEM,
 ) -> int:
     """Replace one strategy's scores for a project (the active-learning ordering hook)."""
     if not strategy or ":" in strategy:
         raise StoreError("a strategy name must be non-empty and contain no ':'")
     now = utcnow()
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "set queue scores")
         proj = _project(s, project)
         s.execute(delete(QueueScore).where(QueueScore.project_id == proj.id,
                                            QueueScore.strategy == strategy))
@@ -789,12 +794,20 @@ def get_document(engine: Engine, doc_id: int) -> DocumentLayers:
         )
 
 
-def set_status(engine: Engine, doc_id: int, status: str, *, actor: str = "system") -> None:
+def set_status(engine: Engine, doc_id: int, status: str, *, actor: Actor = SYSTEM) -> None:
     """Mark a document skipped, or put it back to new; ``reviewed`` comes only from a save."""
     if status not in ("new", "skipped", "in_review"):
         raise StoreError(f"status {status!r} cannot be set directly")
     with write_session(engine) as s:
+        actor = check(s, actor, "reviewer", "change a note's status")
         d = _document(s, doc_id, lock=True)
+        if d.version > 0 or d.status == "reviewed":
+            # Skipping (or resetting) a reviewed note would drop a reviewed layer out of
+            # every export while the manifest still counted it as reviewed.
+            raise StoreError(
+                f"document {doc_id} has been reviewed (version {d.version}): skip applies only to"
+                " unreviewed notes; review it again to change it"
+            ).with_code("E_REVIEWED")
         before = {"status": d.status, "assigned_to": d.assigned_to}
         d.status = status
         if status == "new":
@@ -805,7 +818,7 @@ def set_status(engine: Engine, doc_id: int, status: str, *, actor: str = "system
 
 
 def claim_next(
-    engine: Engine, project: str, reviewer: str, *, order: str = "logprob", resume: bool = True,
+    engine: Engine, project: str, reviewer: Actor, *, order: str = "logprob", resume: bool = True,
 ) -> DocumentLayers | None:
     """Assign the next unassigned new document to ``reviewer``; two reviewers never get the same one.
 
@@ -818,6 +831,7 @@ def claim_next(
         raise StoreError(f"unknown queue order {order!r}")
     claimed: int | None = None
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "claim a note")
         proj = _project(s, project)
         if resume:
             claimed = s.scalar(
@@ -861,9 +875,10 @@ def claim_next(
     return get_document(engine, claimed)
 
 
-def release(engine: Engine, doc_id: int, reviewer: str) -> bool:
+def release(engine: Engine, doc_id: int, reviewer: Actor) -> bool:
     """Give a claimed, unsaved document back to the queue."""
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "release a note")
         d = _document(s, doc_id, lock=True)
         if d.status != "in_review" or d.assigned_to != reviewer:
             return False
@@ -927,6 +942,7 @@ def save_review(
     started = _aware(started_at)
     duration = (finished - started).total_seconds() if started is not None else None
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "save a review")
         d = _document(s, doc_id)
         _check_layer(layer, d.n_chars, doc_id)
         res = s.execute(
@@ -1013,9 +1029,10 @@ def list_drafts(
                 for r in s.scalars(q)]
 
 
-def discard_draft(engine: Engine, draft_id: int, *, actor: str) -> None:
+def discard_draft(engine: Engine, draft_id: int, *, actor: Actor) -> None:
     """Close a draft without applying it (it stays in the table, marked resolved)."""
     with write_session(engine) as s:
+        actor = check(s, actor, "reviewer", "discard a draft")
         r = s.get(ReviewDraft, draft_id)
         if r is None:
             raise NotFound(f"no draft {draft_id}")
@@ -1028,7 +1045,7 @@ def discard_draft(engine: Engine, draft_id: int, *, actor: str) -> None:
 
 def record_predictions(
     engine: Engine, items: Iterable[PredictionInput], *, progress: Progress | None = None,
-    total: int | None = None, chunk_size: int = 200,
+    total: int | None = None, chunk_size: int = 200, actor: Actor = SYSTEM,
 ) -> int:
     """Store predictions and copy their log-probabilities onto the documents for the queue.
 
@@ -1042,6 +1059,7 @@ def record_predictions(
         if not chunk:
             break
         with write_session(engine) as s:
+            check(s, actor, "admin", "store predictions")
             lengths = dict(s.execute(select(DocumentRow.id, DocumentRow.n_chars)
                                      .where(DocumentRow.id.in_({p.doc_id for p in chunk}))).all())
             rows = []
@@ -1152,9 +1170,10 @@ def _mv_info(s: Session, m: ModelVersion, project: str) -> ModelVersionInfo:
 def register_model_version(
     engine: Engine, project: str, *, version: str, artifact_path: str, n_train_docs: int = 0,
     hyperparams: Mapping[str, Any] | None = None, metrics: Mapping[str, Any] | None = None,
-    parent: str | None = None, activate: bool = False, actor: str = "system",
+    parent: str | None = None, activate: bool = False, actor: Actor = SYSTEM,
 ) -> ModelVersionInfo:
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "register a model version")
         proj = _project(s, project)
         if s.scalar(select(ModelVersion.id).where(ModelVersion.project_id == proj.id,
                                                   ModelVersion.version == version)) is not None:
@@ -1193,9 +1212,10 @@ def _activate(s: Session, project_id: int, m: ModelVersion, actor: str) -> None:
 
 
 def activate_model_version(
-    engine: Engine, project: str, version: str, *, actor: str = "system"
+    engine: Engine, project: str, version: str, *, actor: Actor = SYSTEM
 ) -> ModelVersionInfo:
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "activate a model version")
         proj = _project(s, project)
         m = s.scalar(select(ModelVersion).where(ModelVersion.project_id == proj.id,
                                                 ModelVersion.version == version))

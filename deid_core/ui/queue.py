@@ -147,10 +147,12 @@ def _claim(engine: Engine, project_id: int, doc_id: int, reviewer: str) -> bool:
     from sqlalchemy import update
 
     from deid_core.store.audit import record_event
+    from deid_core.store.authz import check
     from deid_core.store.engine import write_session
     from deid_core.store.models import utcnow
 
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "claim a note")
         res = s.execute(
             update(DocumentRow)
             .where(DocumentRow.id == doc_id, DocumentRow.project_id == project_id,
