@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from deid_core.errors import CorpusFormatError, InvalidSpan
+from deid_core.errors import CorpusFormatError, EmptyInput, InvalidSpan
 from deid_core.spans import Document, Span, find_overlap, sort_spans
 
 #: Lines longer than this are refused rather than parsed: a guard against a
@@ -258,6 +258,14 @@ def iter_jsonl(
                 raise CorpusFormatError("duplicate document id", path=p, line=lineno, doc_id=doc.id)
             seen_ids.add(doc.id)
             yield doc
+
+
+def read_nonempty_jsonl(path: str | os.PathLike[str], **kwargs: Any) -> list[Document]:
+    """``read_jsonl`` for inputs where no notes makes no sense (train, evaluate, bias sweep)."""
+    docs = read_jsonl(path, **kwargs)
+    if not docs:
+        raise EmptyInput("no notes in this file", path=str(path))
+    return docs
 
 
 def read_jsonl(

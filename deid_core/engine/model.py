@@ -655,7 +655,7 @@ def train_model(
     """Train a model on gold documents. ``progress(message, fraction)`` reports each stage."""
     config = config or TrainConfig()
     if not docs:
-        raise ModelError("cannot train a model on an empty corpus")
+        raise ModelError("cannot train a model on an empty corpus").with_code("E_EMPTY")
 
     def report(message: str, fraction: float) -> None:
         if progress is not None:
