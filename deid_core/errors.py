@@ -52,6 +52,7 @@ class CorpusFormatError(DeidError, ValueError):
         span_index: int | None = None,
         offset: int | None = None,
     ) -> None:
+        self.reason = message
         self.path = path
         self.line = line
         self.doc_id = doc_id

@@ -16,9 +16,16 @@ from sqlalchemy.engine import Engine
 from deid_core.corpus import iter_jsonl
 from deid_core.errors import CorpusFormatError, EmptyInput, StoreError
 from deid_core.formats import iter_txt, read_brat_dir, read_csv, read_i2b2_xml
+from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.store.authz import SYSTEM, Actor
-from deid_core.store.repository import ImportResult, Progress, import_documents
+from deid_core.store.repository import (
+    ImportResult,
+    Progress,
+    check_import_doc,
+    get_project,
+    import_documents,
+)
 
 FORMATS = ("jsonl", "txt", "csv", "brat", "i2b2")
 #: Formats that carry no spans: importing them as gold would mark every note PHI-free.
@@ -72,6 +79,7 @@ def read_documents(
     patient_column: str | None = None,
     delimiter: str = ",",
     require_ann: bool = False,
+    allowed_labels: frozenset[str] | None = None,
 ) -> Iterator[Document]:
     """Stream documents from every path in the given format (errors name file, line, offset).
 
@@ -96,6 +104,15 @@ def read_documents(
         n = 0
         for doc in docs:
             n += 1
+            try:
+                # What the store would refuse, refused here where the file is known.
+                check_import_doc(doc, allowed_labels)
+            except CorpusFormatError as exc:
+                reason = exc.reason if exc.doc_id else f"{exc.reason} (note {n} of the file)"
+                raise CorpusFormatError(
+                    reason, path=exc.path or str(p), line=exc.line, doc_id=exc.doc_id,
+                    span_index=exc.span_index, offset=exc.offset,
+                ).with_code(exc.code) from None
             yield doc
         if n == 0:
             what = {"brat": "no .txt notes (a BRAT folder needs .txt files beside the .ann files)",
@@ -130,9 +147,11 @@ def import_paths(
             " them as gold would mark every note as free of PHI)"
         )
     ps = [Path(p) for p in paths]
+    allowed = (frozenset(load_scheme(get_project(engine, project).scheme).names)
+               if annotations == "gold" else None)
     docs = read_documents(fmt, ps, text_column=text_column, id_column=id_column,
                           patient_column=patient_column, delimiter=delimiter,
-                          require_ann=annotations == "gold")
+                          require_ann=annotations == "gold", allowed_labels=allowed)
     return import_documents(
         engine, project, docs, annotations=annotations, fmt=fmt,
         source=", ".join(str(p) for p in ps), actor=actor, progress=progress,

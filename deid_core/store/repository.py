@@ -294,7 +294,7 @@ def _document(s: Session, doc_id: int, *, lock: bool = False) -> DocumentRow:
 MAX_EXTERNAL_ID = 500
 
 
-def _check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> None:
+def check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> None:
     """Refuse what a database would refuse (or store wrongly) with a message naming the place.
 
     NUL characters (PostgreSQL cannot store them), lone surrogates (not
@@ -304,9 +304,10 @@ def _check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> N
     """
     where = {"doc_id": doc.id[:80]}
     if len(doc.id) > MAX_EXTERNAL_ID:
+        # Not quoted at all: an id this long is usually note text in the wrong column.
         raise CorpusFormatError(
-            f"document id is {len(doc.id)} characters, more than the {MAX_EXTERNAL_ID} allowed",
-            **where).with_code("E_TOO_LONG")
+            f"a document id is {len(doc.id)} characters, more than the {MAX_EXTERNAL_ID} allowed"
+        ).with_code("E_TOO_LONG")
     for name, value in (("document id", doc.id), ("text", doc.text)):
         nul = value.find("\x00")
         if nul >= 0:
@@ -464,23 +465,9 @@ def import_documents(
                 break
             n_seen += len(chunk)
             for d in chunk:
-                _check_import_doc(d, allowed)
+                check_import_doc(d, allowed)
             hashes = [sha256_text(d.text) for d in chunk]
-            existing_sha = dict(
-                s.execute(
-                    select(DocumentRow.sha256, DocumentRow.external_id).where(
-                        DocumentRow.project_id == proj.id, DocumentRow.sha256.in_(set(hashes))
-                    )
-                ).all()
-            )
-            existing_ids = set(
-                s.scalars(
-                    select(DocumentRow.external_id).where(
-                        DocumentRow.project_id == proj.id,
-                        DocumentRow.external_id.in_({d.id for d in chunk}),
-                    )
-                )
-            )
+            existing_sha, existing_ids = _existing_keys(s, proj.id, hashes, {d.id for d in chunk})
             rows: list[dict[str, Any]] = []
             kept: list[Document] = []
             for doc, digest in zip(chunk, hashes):
@@ -538,6 +525,24 @@ def import_documents(
     if progress is not None:
         progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
     return result
+
+
+def _existing_keys(
+    s: Session, project_id: int, hashes: Sequence[str], ids: set[str]
+) -> tuple[dict[str, str], set[str]]:
+    """Texts (sha256 -> external id) and ids already in the project, for one import chunk.
+
+    A concurrent import can commit the same note after this read; the unique
+    constraints then refuse the insert and the batch rolls back with a coded
+    ``E_DB_UNIQUE`` error (see ``dberrors``).
+    """
+    existing_sha = dict(s.execute(
+        select(DocumentRow.sha256, DocumentRow.external_id).where(
+            DocumentRow.project_id == project_id, DocumentRow.sha256.in_(set(hashes)))).all())
+    existing_ids = set(s.scalars(
+        select(DocumentRow.external_id).where(
+            DocumentRow.project_id == project_id, DocumentRow.external_id.in_(ids))))
+    return existing_sha, existing_ids
 
 
 def _bulk_insert(s: Session, table: Any, rows: list[dict[str, Any]]) -> None:
