@@ -333,7 +333,17 @@ def test_cli_actor_only_narrows(engine, db_url, tmp_path, capsys, caplog) -> Non
 
 # ------------------------------------------------------------------ sign-in throttling
 
-def test_login_backoff_and_lockout(engine, caplog) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def cheap_hashing(monkeypatch):  # type: ignore[no-untyped-def]
+    """Production argon2 costs ~0.3 s a hash; the throttle logic is the same."""
+    from argon2 import PasswordHasher
+
+    cheap = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    monkeypatch.setattr(users, "_HASHER", cheap)
+    monkeypatch.setattr(users, "_DUMMY_HASH", cheap.hash("dummy-password"))
+
+
+def test_login_backoff_and_lockout(engine, caplog, cheap_hashing) -> None:  # type: ignore[no-untyped-def]
     from deid_core.store.throttle import set_throttle_settings, sign_in
 
     users.create_user(engine, "tom", "right-password-1", actor="ada")
@@ -374,7 +384,7 @@ def test_login_backoff_and_lockout(engine, caplog) -> None:  # type: ignore[no-u
         assert password not in caplog.text
 
 
-def test_throttle_per_client_across_usernames(engine) -> None:  # type: ignore[no-untyped-def]
+def test_throttle_per_client_across_usernames(engine, cheap_hashing) -> None:  # type: ignore[no-untyped-def]
     from deid_core.store.throttle import set_throttle_settings, sign_in
 
     set_throttle_settings(engine, {"lockout_failures": 3, "free_failures": 0}, actor="ada")
@@ -430,3 +440,68 @@ def test_zip_total_limit(tmp_path, monkeypatch) -> None:  # type: ignore[no-unty
     with pytest.raises(CorpusFormatError) as refused:
         list(txt.iter_txt(z))
     assert refused.value.code == "E_ZIP_TOTAL"
+
+
+# ------------------------------------------------------------------ scheme-less models, Dask resume
+
+@pytest.fixture(scope="module")
+def custom_model(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """A tiny model whose labels (CUSTOMER, DATE) are not all in a surrogate kinds table."""
+    from deid_core.engine.model import TrainConfig, train_model
+
+    docs = [Document(f"t{i}", f"Customer Ann{i} Moss came on 2020-01-{i % 28 + 1:02d}.",
+                     (Span(9, 17 + len(str(i)), "CUSTOMER"),
+                      Span(26 + len(str(i)), 36 + len(str(i)), "DATE")))
+            for i in range(12)]
+    model = train_model(docs, lang="en", config=TrainConfig(max_iterations=5))
+    return model.save(tmp_path_factory.mktemp("custom") / "m")
+
+
+def test_surrogates_for_labels_without_a_kind_are_refused(custom_model, tmp_path, capsys, caplog) -> None:  # type: ignore[no-untyped-def]
+    data = write(tmp_path / "in.jsonl", jsonl_line(id="a", text=f"Customer {SECRET} came."))
+    out = tmp_path / "out.jsonl"
+    argv = ["deidentify", "--model", str(custom_model), "--input", str(data), "--output", str(out),
+            "--mode", "surrogate", "--secret-file", str(write(tmp_path / "s", "ab" * 32))]
+    rc, _out, err = cli(argv, capsys, caplog)
+    assert rc == 1 and "[E_NO_SURROGATE_KIND]" in err and "CUSTOMER" in err and "DATE" not in err
+    assert not out.exists()
+    rc, _out, err = cli([*argv, "--unknown-labels", "tag"], capsys, caplog)
+    assert rc == 0, err
+
+
+def test_dask_resume_refuses_other_settings(tmp_path, capsys, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A killed surrogate run, then a redact rerun into the same folder: refused unless --restart."""
+    from deid_core.protect.batch import (
+        BatchSettings,
+        check_resume,
+        plan_partitions,
+        process_partition,
+    )
+
+    model = str(Path(__file__).parent / "fixtures" / "model_v1_en")
+    data = write(tmp_path / "in.jsonl", "".join(
+        jsonl_line(id=f"d{i}", text=f"Seen by Dr {SECRET} on 2020-01-0{i + 1}.") for i in range(4)))
+    out = tmp_path / "out"
+    surrogate = BatchSettings(model_dir=model, output_dir=str(out), mode="surrogate",
+                              secret_hex="ab" * 32)
+    specs = plan_partitions([str(data)], partition_size=2)
+    process_partition(specs[0], surrogate)  # the first partition finished, then the job was killed
+    assert check_resume(surrogate) == 0  # same settings: resumes
+    assert process_partition(specs[0], surrogate)["skipped"] is True
+    argv = ["deidentify", "--engine", "dask", "--model", model, "--input", str(data), "--output",
+            str(out), "--mode", "redact", "--secret-file", str(write(tmp_path / "s", "ab" * 32)),
+            "--partition-size", "2"]
+    rc, _out, err = cli(argv, capsys, caplog)
+    assert rc == 1 and "[E_RESUME_MISMATCH]" in err
+    assert (out / "_stats" / f"part-{specs[0].part_id}.json").is_file()  # nothing removed
+    from dataclasses import replace
+
+    redact = replace(surrogate, mode="redact")
+    other_secret = replace(surrogate, secret_hex="cd" * 32)
+    for changed in (redact, other_secret, replace(surrogate, bias=-1.0)):
+        with pytest.raises(DeidError) as refused:
+            check_resume(changed)
+        assert refused.value.code == "E_RESUME_MISMATCH"
+    assert check_resume(replace(redact, restart=True)) == 1
+    assert not list((out / "_stats").glob("part-*.json")) and not list(out.glob("part-*"))
+    assert process_partition(specs[0], redact)["skipped"] is False
