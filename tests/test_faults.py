@@ -505,3 +505,43 @@ def test_dask_resume_refuses_other_settings(tmp_path, capsys, caplog) -> None:  
     assert check_resume(replace(redact, restart=True)) == 1
     assert not list((out / "_stats").glob("part-*.json")) and not list(out.glob("part-*"))
     assert process_partition(specs[0], redact)["skipped"] is False
+
+
+# ------------------------------------------------------------------ debris of killed runs
+
+def test_cleanup_removes_debris_of_dead_processes_only(tmp_path, capsys, caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from deid_core.protect import cleanup
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    host = cleanup.owner_tag().rsplit("-", 1)[0]
+    exports = tmp_path / "data" / "exports"
+    exports.mkdir(parents=True)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    killed = exports / f".p-20261124.staging-{host}-{dead_pid}-abc123"
+    (killed / "brat").mkdir(parents=True)
+    for i in range(30):
+        (killed / "brat" / f"n{i}.txt").write_text(f"Pt {SECRET}")
+    running = exports / f".q.staging-{cleanup.owner_tag()}-def456"  # this process: alive
+    running.mkdir()
+    old_style = exports / ".r.staging-xyz"  # no pid: removed once old
+    old_style.mkdir()
+    os.utime(old_style, (1, 1))
+    train = temp / f"deid-train-{host}-{dead_pid}-q1w2"
+    train.mkdir()
+    keep = exports / "p-20261124"  # a finished export is never touched
+    keep.mkdir()
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    rc, out, err = cli(["db", "cleanup", "--dry-run"], capsys, caplog)
+    assert rc == 0 and str(killed) in out and killed.exists()
+    rc, out, err = cli(["db", "cleanup"], capsys, caplog)
+    assert rc == 0, err
+    assert not killed.exists() and not old_style.exists() and not train.exists()
+    assert running.exists() and keep.exists()
+    assert "removed 3 folder(s), 30 file(s)" in out

@@ -118,7 +118,9 @@ def run_train(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_nonempty_jsonl
     from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.evaluation import evaluate
+    from deid_core.protect.cleanup import clean_debris
 
+    clean_debris()  # deid-train-* folders of killed training runs
     docs = read_nonempty_jsonl(args.data)
     dev = read_nonempty_jsonl(args.dev) if args.dev else None
     config = TrainConfig()

@@ -198,6 +198,12 @@ def run_export(args: argparse.Namespace) -> int:
         return 2
     engine = open_store(args.db)
     actor = _actor(args, engine)
+    if args.output:
+        from deid_core.cli.store import debris_roots
+        from deid_core.protect.cleanup import clean_debris
+
+        # A killed export left its staging folder beside the target: remove it now.
+        clean_debris(debris_roots([str(Path(args.output).resolve().parent)]))
     project = get_project(engine, args.project)
     if args.mapping_out:
         # Checked first, so a refused mapping export costs nothing (the refusal is audited).

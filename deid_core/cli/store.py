@@ -213,6 +213,14 @@ def register(subparsers: Any) -> None:
     inf = ds.add_parser("info", help="show the database URL (password hidden) and revision")
     _common(inf)
     inf.set_defaults(func=run_db_info)
+    cl = ds.add_parser(
+        "cleanup", help="remove folders a killed export or training run left behind",
+        description="Removes .<name>.staging-* export folders (under the app's export folder and"
+                    " each --under DIR) and deid-train-* temporary folders whose process is gone.")
+    cl.add_argument("--under", action="append", default=[], metavar="DIR",
+                    help="also look for export staging folders directly under DIR (repeatable)")
+    cl.add_argument("--dry-run", action="store_true", help="list, do not remove")
+    cl.set_defaults(func=run_db_cleanup)
     db.set_defaults(func=lambda _a: (db.print_help(), 2)[1])
 
 
@@ -376,6 +384,32 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
 
     engine = _engine(args)  # open_store upgrades
     print(f"schema at revision {current_revision(engine)}")
+    return 0
+
+
+def debris_roots(extra: list[str] | None = None) -> list[Path]:
+    """Where export staging folders appear: the app's export folder, plus any given."""
+    import platformdirs
+
+    from deid_core.protect.surrogate_map import ENV_DATA_DIR
+
+    base = os.environ.get(ENV_DATA_DIR)
+    data = Path(base) if base else platformdirs.user_data_path("deid-workbench")
+    return [data / "exports", *(Path(p) for p in extra or [])]
+
+
+def run_db_cleanup(args: argparse.Namespace) -> int:
+    from deid_core.protect.cleanup import clean_debris, find_debris
+
+    roots = debris_roots(args.under)
+    if args.dry_run:
+        for path in find_debris(roots):
+            print(f"would remove {path}")
+        return 0
+    result = clean_debris(roots)
+    for path in result.removed:
+        print(f"removed {path}")
+    print(f"removed {len(result.removed)} folder(s), {result.files} file(s), {result.bytes} bytes")
     return 0
 
 

@@ -62,6 +62,7 @@ from deid_core.formats.brat import format_ann
 from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
+from deid_core.protect.cleanup import staging_prefix
 from deid_core.protect.leakcheck import LeakReport, check_deidentified
 from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
 from deid_core.protect.surrogate_map import (
@@ -350,7 +351,8 @@ def export_corpus(
             extra["model_version"] = item.model_version
         out_docs.append(doc.with_meta(**extra))
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    # The host and pid in the name let cleanup remove it once this process is gone.
+    stage = Path(tempfile.mkdtemp(prefix=staging_prefix(target.name), dir=target.parent))
     moved = False  # once renamed, a failure (the mapping's commit) removes the new folder
     try:
         report("writing files", 0.8)

@@ -29,10 +29,14 @@ log = logging.getLogger(__name__)
 
 @st.cache_resource(show_spinner=False)
 def get_engine(url: str | None) -> Engine:
+    from deid_core.protect.cleanup import clean_debris
     from deid_core.store.engine import open_store
+    from deid_core.ui.exporting import data_dir
 
     engine = open_store(url)
     ensure_first_admin(engine)
+    # Once per process: what a killed export or training run left behind.
+    clean_debris([data_dir() / "exports"])
     return engine
 
 
