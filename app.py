@@ -7,6 +7,7 @@ import streamlit as st
 from deid_core.cli.errors import report
 from deid_core.store.repository import list_projects
 from deid_core.ui.resources import engine
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
 
 st.set_page_config(page_title="deid-workbench", page_icon="🛡️", layout="wide")
@@ -37,7 +38,7 @@ else:
         sections["Admin"] = allowed_admin
     nav = st.navigation(sections)
     with st.sidebar:
-        st.caption(f"Signed in as **{user.username}** ({user.role})")
+        st.caption(f"Signed in as **{md(user.username)}** ({user.role})")
         projects = [p.name for p in list_projects(engine())]
         if projects:
             current = st.session_state.get("project")
@@ -54,4 +55,4 @@ try:
 except Exception as exc:  # noqa: BLE001 - the one error boundary (st.stop/rerun are BaseExceptions)
     # The page's exception text may quote note text or SQL parameters: show and log only
     # the code, the class and the safe fields (file, line, document id, offset).
-    st.error(report(exc).line())
+    st.error(md(report(exc).line()))

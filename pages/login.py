@@ -7,6 +7,7 @@ import streamlit as st
 from deid_core.errors import TooManyAttempts
 from deid_core.store.throttle import sign_in as throttled_sign_in
 from deid_core.ui.resources import engine
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import sign_in, take_flash
 
 st.title("deid-workbench")
@@ -25,7 +26,7 @@ if submitted:
         info = throttled_sign_in(engine(), username.strip(), password,
                                  client=st.context.ip_address or "unknown")
     except TooManyAttempts as exc:
-        st.error(f"Not signed in: {exc}.")
+        st.error(f"Not signed in: {md(exc)}.")
     else:
         if info is None:
             st.error("Wrong username or password, or the account is deactivated.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import zipfile
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -545,3 +546,41 @@ def test_cleanup_removes_debris_of_dead_processes_only(tmp_path, capsys, caplog,
     assert not killed.exists() and not old_style.exists() and not train.exists()
     assert running.exists() and keep.exists()
     assert "removed 3 folder(s), 30 file(s)" in out
+
+
+# ------------------------------------------------------------------ markdown injection
+
+HOSTILE = ["![p](http://127.0.0.1:9/pixel.png)", "[click](javascript:alert(1))",
+           "<img src=x onerror=alert(1)>", "# Heading\n- list", ":red[big] $x^2$ **bold**"]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_md_makes_user_strings_inert(value) -> None:  # type: ignore[no-untyped-def]
+    from deid_core.ui.safe_text import md
+
+    out = md(value)
+    for syntax in ("![", "](", "<img", "\n", "**", ":red["):
+        assert syntax not in out
+    assert re.search(r"(?<!\\)[$*_\[\]()!#]", out) is None  # every markdown character escaped
+    assert out.replace("\\", "").replace("&lt;", "<").replace("&gt;", ">") == " ".join(value.split())
+
+
+def test_review_title_renders_a_hostile_id_as_text(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app_support import PROJECT, app_as, seed_store, texts
+
+    from deid_core.ui.safe_text import md
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = seed_store(url, n_notes=2)
+    monkeypatch.setenv("DEID_DATABASE_URL", url)
+    evil_id = HOSTILE[0]
+    repo.import_documents(engine, PROJECT, [Document(evil_id, "Seen today.", (), {
+        "patient_id": HOSTILE[1], "logprob": -9999.0, "logprob_per_token": -99.0})],
+        annotations="predictions")
+    at = app_as("rita", page="queue")
+    at.button(key="review_next").click().run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception
+    assert texts(at.title) == [f"Note {md(evil_id)}"]
+    rendered = " ".join(str(e.value) for e in [*at.title, *at.markdown, *at.caption])
+    assert "![" not in rendered and "](http" not in rendered and "](javascript" not in rendered
