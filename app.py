@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from deid_core.cli.errors import report
 from deid_core.store.repository import list_projects
+from deid_core.ui.boundary import install as install_error_boundary
 from deid_core.ui.resources import engine
 from deid_core.ui.safe_text import md
 from deid_core.ui.session import can_open, check_idle, current_user, init_state, sign_out
 
 st.set_page_config(page_title="deid-workbench", page_icon="🛡️", layout="wide")
+# Uncaught page exceptions are shown and logged by code, class and safe fields only.
+install_error_boundary()
 
 init_state(st.session_state)
 engine()  # upgrades the schema and creates the first admin before anyone signs in
@@ -50,9 +52,4 @@ else:
         st.button("Sign out", icon=":material/logout:", key="sign_out",
                   on_click=sign_out, args=(st.session_state, "Signed out."))
 
-try:
-    nav.run()
-except Exception as exc:  # noqa: BLE001 - the one error boundary (st.stop/rerun are BaseExceptions)
-    # The page's exception text may quote note text or SQL parameters: show and log only
-    # the code, the class and the safe fields (file, line, document id, offset).
-    st.error(md(report(exc).line()))
+nav.run()

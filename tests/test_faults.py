@@ -584,3 +584,26 @@ def test_review_title_renders_a_hostile_id_as_text(tmp_path, monkeypatch) -> Non
     assert texts(at.title) == [f"Note {md(evil_id)}"]
     rendered = " ".join(str(e.value) for e in [*at.title, *at.markdown, *at.caption])
     assert "![" not in rendered and "](http" not in rendered and "](javascript" not in rendered
+
+
+def test_app_page_exception_shows_code_and_class_only(tmp_path, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    from app_support import app_as, seed_store, texts
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    seed_store(url)
+    monkeypatch.setenv("DEID_DATABASE_URL", url)
+
+    def boom(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise ValueError(f"could not parse {SECRET}")
+
+    monkeypatch.setattr("deid_core.store.throttle.sign_in", boom)
+    at = app_as(None)
+    at.text_input(key="login_username").input("rita")
+    at.text_input(key="login_password").input("whatever-1")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        at.button[0].click().run()
+    assert not at.exception
+    shown = texts(at.error)
+    assert any("E\\_INTERNAL" in e and "ValueError" in e for e in shown), shown
+    assert_no_leak(*shown, caplog.text)

@@ -121,7 +121,7 @@ def _wait(settings: ThrottleSettings, now: datetime, in_window: int, consecutive
 
 
 def sign_in(
-    engine: Engine, username: str, password: str, *, client: str = "unknown",
+    engine: Engine, username: str, password: str, *, client: object = "unknown",
     now: datetime | None = None,
 ) -> UserInfo | None:
     """``authenticate`` behind the throttle: the user, ``None`` for a wrong password or a
@@ -129,7 +129,7 @@ def sign_in(
     settings = throttle_settings(engine)
     at = now or utcnow()
     name = username[:100]
-    client = (client or "unknown")[:100]
+    client = str(client or "unknown")[:100]
     since = at - timedelta(seconds=settings.window_s)
     with read_session(engine) as s:
         user_state = _state(s, LoginAttempt.username, name, since)

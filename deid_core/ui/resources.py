@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from deid_core.ui import boundary
 from deid_core.ui.bootstrap import ensure_first_admin
 from deid_core.ui.session import (
     SessionUser,
@@ -26,6 +27,8 @@ from deid_core.ui.session import (
 )
 
 log = logging.getLogger(__name__)
+# Every page imports this module: the error boundary holds even when a page runs on its own.
+boundary.install()
 
 @st.cache_resource(show_spinner=False)
 def get_engine(url: str | None) -> Engine:
