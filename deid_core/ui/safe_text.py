@@ -12,12 +12,16 @@ from __future__ import annotations
 import html
 import re
 
-#: Markdown (CommonMark + GFM + Streamlit's ``:colour[...]``, ``$math$``) punctuation.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$:<>&\"'])")
+#: Inline markdown (CommonMark + GFM + Streamlit's ``:colour[...]`` and ``$math$``) punctuation.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~$<>&])")
+#: Block syntax that only counts at the start of a line: heading, list, quote, numbered list.
+_BLOCK_START = re.compile(r"^(?:([#>+\-])|(\d+)([.)]))")
 
 
 def md(value: object) -> str:
     """``value`` as literal text inside markdown: punctuation escaped, HTML inert, one line."""
     text = " ".join(str(value).split())  # no newline can start a heading, list or table
-    return _MD_SPECIAL.sub(lambda m: html.escape(m.group(1)) if m.group(1) in "<>&\"'"
+    text = _MD_SPECIAL.sub(lambda m: html.escape(m.group(1)) if m.group(1) in "<>&"
                            else "\\" + m.group(1), text)
+    return _BLOCK_START.sub(
+        lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
