@@ -104,7 +104,7 @@ if st.button("Use for this project", type="primary", disabled=running, key="use_
     start_job(job_name, "Re-predicting the queue",
               lambda progress: predict_unreviewed(engine, name, model, model_version=version,
                                                   model_version_id=version_id, bias=float(bias),
-                                                  progress=progress))
+                                                  progress=progress, actor=ctx.user.username))
     state["encoded"] = {}
     st.rerun()
 
