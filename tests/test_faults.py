@@ -514,12 +514,12 @@ def test_cleanup_removes_debris_of_dead_processes_only(tmp_path, capsys, caplog,
     import subprocess
     import sys
 
-    from deid_core.protect import cleanup
+    from deid_core.store.owner import owner_tag
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead_pid = int(dead.stdout)
-    host = cleanup.owner_tag().rsplit("-", 1)[0]
+    host = owner_tag().rsplit("-", 1)[0]
     exports = tmp_path / "data" / "exports"
     exports.mkdir(parents=True)
     temp = tmp_path / "tmp"
@@ -528,7 +528,7 @@ def test_cleanup_removes_debris_of_dead_processes_only(tmp_path, capsys, caplog,
     (killed / "brat").mkdir(parents=True)
     for i in range(30):
         (killed / "brat" / f"n{i}.txt").write_text(f"Pt {SECRET}")
-    running = exports / f".q.staging-{cleanup.owner_tag()}-def456"  # this process: alive
+    running = exports / f".q.staging-{owner_tag()}-def456"  # this process: alive
     running.mkdir()
     old_style = exports / ".r.staging-xyz"  # no pid: removed once old
     old_style.mkdir()
@@ -539,9 +539,10 @@ def test_cleanup_removes_debris_of_dead_processes_only(tmp_path, capsys, caplog,
     keep.mkdir()
     monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setattr("tempfile.tempdir", str(temp))
-    rc, out, err = cli(["db", "cleanup", "--dry-run"], capsys, caplog)
+    db = ["--db", f"sqlite:///{tmp_path / 'c.db'}"]
+    rc, out, err = cli(["db", "cleanup", "--dry-run", *db], capsys, caplog)
     assert rc == 0 and str(killed) in out and killed.exists()
-    rc, out, err = cli(["db", "cleanup"], capsys, caplog)
+    rc, out, err = cli(["db", "cleanup", *db], capsys, caplog)
     assert rc == 0, err
     assert not killed.exists() and not old_style.exists() and not train.exists()
     assert running.exists() and keep.exists()
@@ -607,3 +608,70 @@ def test_app_page_exception_shows_code_and_class_only(tmp_path, monkeypatch, cap
     shown = texts(at.error)
     assert any("E\\_INTERNAL" in e and "ValueError" in e for e in shown), shown
     assert_no_leak(*shown, caplog.text)
+
+
+# ------------------------------------------------------------------ imports that do not block reviewers
+
+def test_reviewers_save_while_an_import_runs_and_unfinished_notes_stay_hidden(engine) -> None:  # type: ignore[no-untyped-def]
+    """Between two chunks of an import a reviewer saves a note (on SQLite this needs the
+    import to hold no write lock between chunks), and the import's notes are invisible
+    until it completes."""
+    target = _doc(engine, "n2")
+    seen: dict[str, object] = {}
+
+    def notes_with_a_save_in_the_middle():  # type: ignore[no-untyped-def]
+        for i in range(10, 14):
+            if i == 12:  # the first chunk (10, 11) is committed on SQLite
+                seen["count"] = repo.count_documents(engine, PROJECT)
+                seen["queue"] = [r.external_id for r in repo.review_queue(engine, PROJECT)]
+                seen["save"] = repo.save_review(engine, target, "rita", [Span(3, 18, "PATIENT")], 0)
+            yield note(i)
+
+    result = repo.import_documents(engine, PROJECT, notes_with_a_save_in_the_middle(),
+                                   actor="ada", chunk_size=2)
+    assert seen["save"].ok  # type: ignore[union-attr]
+    # Mid-import: the first chunk's notes n10, n11 are stored but not listed or counted.
+    assert seen["count"] == 3 and seen["queue"] == ["n2"]
+    assert result.n_imported == 4 and repo.count_documents(engine, PROJECT) == 7
+
+
+def test_a_failing_import_leaves_nothing_visible_or_stored(engine) -> None:  # type: ignore[no-untyped-def]
+    before = counts(engine)
+
+    def notes_then_a_fault():  # type: ignore[no-untyped-def]
+        yield from (note(i) for i in range(20, 25))
+        raise DeidError("the reader failed half way")
+
+    with pytest.raises(DeidError):
+        repo.import_documents(engine, PROJECT, notes_then_a_fault(), actor="ada", chunk_size=2)
+    after = counts(engine)
+    assert {k: v for k, v in after.items() if k != "audit_events"} == \
+        {k: v for k, v in before.items() if k != "audit_events"}
+
+
+def test_cleanup_discards_the_hidden_batch_of_a_killed_import(engine, db_url, tmp_path, capsys, caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from deid_core.store.engine import write_session
+    from deid_core.store.models import ImportBatch
+    from deid_core.store.owner import host
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    before = counts(engine)
+    result = repo.import_documents(engine, PROJECT, [note(30), note(31)], actor="ada")
+    with write_session(engine) as s:  # as if the process died before marking it complete
+        s.execute(update(ImportBatch).where(ImportBatch.id == result.batch_id)
+                  .values(status="importing", owner=f"{host()}-{int(dead.stdout)}"))
+    assert repo.count_documents(engine, PROJECT) == 3
+    assert [b for b, _o, _c in repo.unfinished_import_batches(engine)] == [result.batch_id]
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path))
+    rc, out, err = cli(["db", "cleanup", "--db", db_url], capsys, caplog)
+    assert rc == 0 and "discarded 1 unfinished import batch" in out, err
+    after = counts(engine)
+    skip = ("audit_events", "store_settings")
+    assert {k: v for k, v in after.items() if k not in skip} == \
+        {k: v for k, v in before.items() if k not in skip}

@@ -216,10 +216,12 @@ def register(subparsers: Any) -> None:
     cl = ds.add_parser(
         "cleanup", help="remove folders a killed export or training run left behind",
         description="Removes .<name>.staging-* export folders (under the app's export folder and"
-                    " each --under DIR) and deid-train-* temporary folders whose process is gone.")
+                    " each --under DIR) and deid-train-* temporary folders whose process is gone,"
+                    " and the hidden notes of SQLite imports whose process was killed.")
     cl.add_argument("--under", action="append", default=[], metavar="DIR",
                     help="also look for export staging folders directly under DIR (repeatable)")
     cl.add_argument("--dry-run", action="store_true", help="list, do not remove")
+    _common(cl)
     cl.set_defaults(func=run_db_cleanup)
     db.set_defaults(func=lambda _a: (db.print_help(), 2)[1])
 
@@ -398,18 +400,37 @@ def debris_roots(extra: list[str] | None = None) -> list[Path]:
     return [data / "exports", *(Path(p) for p in extra or [])]
 
 
+STALE_IMPORT_S = 24 * 3600
+
+
 def run_db_cleanup(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
     from deid_core.protect.cleanup import clean_debris, find_debris
+    from deid_core.store.owner import owner_gone
+    from deid_core.store.repository import discard_import_batch, unfinished_import_batches
 
     roots = debris_roots(args.under)
+    engine = _engine(args)
+    now = datetime.now(timezone.utc)
+    # A batch still "importing" whose process is gone (or, unknown, a day old) was killed.
+    stale = [b for b, owner, created in unfinished_import_batches(engine)
+             if owner_gone(owner) or (owner_gone(owner) is None
+                                      and (now - created).total_seconds() > STALE_IMPORT_S)]
     if args.dry_run:
         for path in find_debris(roots):
             print(f"would remove {path}")
+        for batch_id in stale:
+            print(f"would discard unfinished import batch {batch_id}")
         return 0
     result = clean_debris(roots)
     for path in result.removed:
         print(f"removed {path}")
     print(f"removed {len(result.removed)} folder(s), {result.files} file(s), {result.bytes} bytes")
+    if stale:
+        actor = _actor(args, engine)
+        n = sum(discard_import_batch(engine, batch_id, actor=actor) for batch_id in stale)
+        print(f"discarded {n} unfinished import batch(es) of killed processes")
     return 0
 
 

@@ -16,50 +16,28 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deid_core.store.owner import owner_gone, owner_tag
+
 #: Folders without a live owner we can check are removed once unchanged this long.
 STALE_AFTER_S = 24 * 3600
-_OWNED = re.compile(r"-(?P<host>[A-Za-z0-9_.]+)-(?P<pid>\d+)-[A-Za-z0-9_]+$")
-
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
-
-
-def owner_tag() -> str:
-    """``<host>-<pid>``, put into debris-prone folder names so cleanup can tell live from dead."""
-    return f"{_host()}-{os.getpid()}"
+_OWNED = re.compile(r"-(?P<tag>[A-Za-z0-9_.]+-\d+)-[A-Za-z0-9_]+$")
 
 
 def staging_prefix(target_name: str) -> str:
     return f".{target_name}.staging-{owner_tag()}-"
 
 
-def train_prefix() -> str:
-    return f"deid-train-{owner_tag()}-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
-
-
 def _stale(path: Path, now: float, stale_after: float) -> bool:
     m = _OWNED.search(path.name)
-    if m is not None and m.group("host") == _host():
-        pid = int(m.group("pid"))
-        return pid != os.getpid() and not _alive(pid)
+    gone = owner_gone(m.group("tag")) if m is not None else None
+    if gone is not None:
+        return gone
     try:
         return now - path.stat().st_mtime > stale_after
     except OSError:

@@ -100,6 +100,9 @@ class ImportBatch(Base):
     created_by: Mapped[str | None] = mapped_column(String(100))
     n_documents: Mapped[int] = mapped_column(Integer, default=0)
     n_duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    #: ``importing`` while a chunked (SQLite) import runs: its notes are hidden until ``complete``.
+    status: Mapped[str] = mapped_column(String(20), default="complete", server_default="complete")
+    owner: Mapped[str | None] = mapped_column(String(100))  # host-pid of a running import
 
 
 class DocumentRow(Base):

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -40,7 +40,7 @@ from deid_core.schemes import load_scheme
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 from deid_core.store.audit import record_event
 from deid_core.store.authz import SYSTEM, Actor, check
-from deid_core.store.engine import read_session, refresh_statistics, write_session
+from deid_core.store.engine import is_sqlite, read_session, refresh_statistics, write_session
 from deid_core.store.models import (
     STATUSES,
     Annotation,
@@ -54,6 +54,7 @@ from deid_core.store.models import (
     ReviewDraft,
     utcnow,
 )
+from deid_core.store.owner import owner_tag
 
 Progress = Callable[[str, float], None]
 LANGS = ("en", "es")
@@ -435,7 +436,7 @@ def import_documents(
     total: int | None = None,
     chunk_size: int = 1000,
 ) -> ImportResult:
-    """Store a batch in ONE transaction: any error (including a reader's) stores nothing.
+    """Store a batch all or nothing: any error (including a reader's) leaves nothing visible.
 
     ``annotations``: ``"gold"`` makes the documents' spans the reviewed layer
     (status reviewed), ``"predictions"`` stores them as a prediction
@@ -443,88 +444,186 @@ def import_documents(
     ``"none"`` drops them. A note whose sha256 is already in the project (or
     earlier in the batch) is skipped and reported; an id reused for a
     different text is an error.
+
+    PostgreSQL: one transaction. SQLite has one writer at a time, so one
+    transaction would hold the write lock for the whole import and reviewers'
+    saves would time out; there the batch is marked ``importing`` (its notes
+    hidden from every listing), each chunk is committed in its own short
+    write transaction, the batch becomes ``complete`` at the end, and an error
+    deletes what the batch had written.
     """
     if annotations not in ANNOTATION_MODES:
         raise StoreError(f"annotations must be one of {', '.join(ANNOTATION_MODES)}")
-    n_imported = n_spans = n_seen = 0
-    duplicates: list[DuplicateNote] = []
+    chunked = is_sqlite(engine)
     with write_session(engine) as s:
-        actor = check(s, actor, "admin", "import notes")
+        who = check(s, actor, "admin", "import notes")
         proj = _project(s, project)
         batch = ImportBatch(project_id=proj.id, format=fmt, annotations=annotations,
-                            source=source[:2000], created_by=actor)
+                            source=source[:2000], created_by=who,
+                            status="importing" if chunked else "complete",
+                            owner=owner_tag() if chunked else None)
         s.add(batch)
         s.flush()
-        batch_sha: dict[str, str] = {}
-        batch_ids: set[str] = set()
-        allowed = frozenset(load_scheme(proj.scheme).names) if annotations == "gold" else None
-        it = iter(docs)
-        while True:
-            chunk = list(islice(it, chunk_size))
-            if not chunk:
-                break
-            n_seen += len(chunk)
-            for d in chunk:
-                check_import_doc(d, allowed)
-            hashes = [sha256_text(d.text) for d in chunk]
-            existing_sha, existing_ids = _existing_keys(s, proj.id, hashes, {d.id for d in chunk})
-            rows: list[dict[str, Any]] = []
-            kept: list[Document] = []
-            for doc, digest in zip(chunk, hashes):
-                first = existing_sha.get(digest) or batch_sha.get(digest)
-                if first is not None:
-                    duplicates.append(DuplicateNote(doc.id, first))
-                    continue
-                if doc.id in existing_ids or doc.id in batch_ids:
-                    raise CorpusFormatError(
-                        "document id is already used in this project for a different text",
-                        doc_id=doc.id,
-                    )
-                batch_sha[digest] = doc.id
-                batch_ids.add(doc.id)
-                meta = dict(doc.meta)
-                patient = meta.get("patient_id")
-                gold = annotations == "gold"
-                lp = meta.get("logprob") if annotations == "predictions" else None
-                lpn = meta.get("logprob_per_token") if annotations == "predictions" else None
-                rows.append({
-                    "project_id": proj.id, "external_id": doc.id,
-                    "patient_id": None if patient is None else str(patient)[:200],
-                    "text": doc.text, "sha256": digest, "n_chars": len(doc.text),
-                    "batch_id": batch.id, "meta": meta,
-                    "status": "reviewed" if gold else "new",
-                    "version": 1 if gold else 0, "updated_by": actor,
-                    "logprob": lp if isinstance(lp, (int, float)) else None,
-                    "logprob_norm": lpn if isinstance(lpn, (int, float)) else None,
-                })
-                kept.append(doc)
-            if rows:
-                # Core inserts (not ORM bulk): a third of the time on 10,000 notes.
-                doc_table = DocumentRow.__table__
-                ids = s.connection().execute(
-                    insert(doc_table).returning(doc_table.c.id, sort_by_parameter_order=True),
-                    rows,
-                ).scalars().all()
-                n_spans += _store_import_layers(s, kept, ids, rows, annotations, actor)
-                n_imported += len(rows)
-            if progress is not None:
-                frac = min(n_seen / total, 1.0) if total else 0.0
-                progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", frac)
-        if n_seen == 0:
-            # An empty batch row would read as a successful import of nothing.
-            raise EmptyInput(f"nothing to import: no notes in {source or 'the input'}",
-                             path=source or None)
-        batch.n_documents = n_imported
-        batch.n_duplicates = len(duplicates)
-        record_event(s, actor, "import", "import_batch", batch.id, project_id=proj.id,
-                     after={"format": fmt, "annotations": annotations, "n_documents": n_imported,
-                            "n_duplicates": len(duplicates), "n_spans": n_spans})
-        result = ImportResult(batch.id, n_imported, n_spans, tuple(duplicates))
-    if n_imported >= ANALYZE_AFTER_ROWS:
+        state = _ImportState(proj.id, batch.id, annotations, who,
+                             frozenset(load_scheme(proj.scheme).names) if annotations == "gold"
+                             else None)
+        if not chunked:
+            _import_all(s, state, docs, chunk_size, progress, total, source=source)
+            _finish_import(s, state, fmt, source)
+    if chunked:
+        try:
+            _import_all(None, state, docs, chunk_size, progress, total, engine=engine,
+                        actor=actor, source=source)
+            with write_session(engine) as s:
+                _finish_import(s, state, fmt, source)
+        except BaseException:
+            discard_import_batch(engine, state.batch_id, actor=actor)
+            raise
+    if state.n_imported >= ANALYZE_AFTER_ROWS:
         refresh_statistics(engine, ("documents", "predictions", "annotations"))
     if progress is not None:
-        progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
-    return result
+        progress(f"imported {state.n_imported} notes, {len(state.duplicates)} duplicates", 1.0)
+    return ImportResult(state.batch_id, state.n_imported, state.n_spans, tuple(state.duplicates))
+
+
+@dataclass
+class _ImportState:
+    project_id: int
+    batch_id: int
+    annotations: str
+    actor: str
+    allowed: frozenset[str] | None
+    batch_sha: dict[str, str] = field(default_factory=dict)
+    batch_ids: set[str] = field(default_factory=set)
+    duplicates: list[DuplicateNote] = field(default_factory=list)
+    n_seen: int = 0
+    n_imported: int = 0
+    n_spans: int = 0
+
+
+def _import_all(
+    s: Session | None, state: _ImportState, docs: Iterable[Document], chunk_size: int,
+    progress: Progress | None, total: int | None, *, engine: Engine | None = None,
+    actor: Actor = SYSTEM, source: str = "",
+) -> None:
+    """Read, check and insert chunk by chunk: in ``s``, or (``s`` None) one short write
+    transaction per chunk on ``engine``, with reading and hashing outside it."""
+    it = iter(docs)
+    while True:
+        chunk = list(islice(it, chunk_size))
+        if not chunk:
+            break
+        state.n_seen += len(chunk)
+        for d in chunk:
+            check_import_doc(d, state.allowed)
+        hashes = [sha256_text(d.text) for d in chunk]
+        if s is not None:
+            _import_chunk(s, state, chunk, hashes)
+        else:
+            assert engine is not None
+            with write_session(engine) as cs:
+                check(cs, actor, "admin", "import notes")  # a demotion stops a running import
+                _import_chunk(cs, state, chunk, hashes)
+        if progress is not None:
+            frac = min(state.n_seen / total, 1.0) if total else 0.0
+            progress(f"imported {state.n_imported} notes, {len(state.duplicates)} duplicates",
+                     frac)
+    if state.n_seen == 0:
+        # An empty batch row would read as a successful import of nothing.
+        raise EmptyInput(f"nothing to import: no notes in {source or 'the input'}",
+                         path=source or None)
+
+
+def _import_chunk(s: Session, state: _ImportState, chunk: list[Document], hashes: list[str]) -> None:
+    existing_sha, existing_ids = _existing_keys(s, state.project_id, hashes,
+                                                {d.id for d in chunk})
+    gold = state.annotations == "gold"
+    rows: list[dict[str, Any]] = []
+    kept: list[Document] = []
+    for doc, digest in zip(chunk, hashes):
+        first = existing_sha.get(digest) or state.batch_sha.get(digest)
+        if first is not None:
+            state.duplicates.append(DuplicateNote(doc.id, first))
+            continue
+        if doc.id in existing_ids or doc.id in state.batch_ids:
+            raise CorpusFormatError(
+                "document id is already used in this project for a different text",
+                doc_id=doc.id,
+            )
+        state.batch_sha[digest] = doc.id
+        state.batch_ids.add(doc.id)
+        meta = dict(doc.meta)
+        patient = meta.get("patient_id")
+        lp = meta.get("logprob") if state.annotations == "predictions" else None
+        lpn = meta.get("logprob_per_token") if state.annotations == "predictions" else None
+        rows.append({
+            "project_id": state.project_id, "external_id": doc.id,
+            "patient_id": None if patient is None else str(patient)[:200],
+            "text": doc.text, "sha256": digest, "n_chars": len(doc.text),
+            "batch_id": state.batch_id, "meta": meta,
+            "status": "reviewed" if gold else "new",
+            "version": 1 if gold else 0, "updated_by": state.actor,
+            "logprob": lp if isinstance(lp, (int, float)) else None,
+            "logprob_norm": lpn if isinstance(lpn, (int, float)) else None,
+        })
+        kept.append(doc)
+    if rows:
+        # Core inserts (not ORM bulk): a third of the time on 10,000 notes.
+        doc_table = DocumentRow.__table__
+        ids = s.connection().execute(
+            insert(doc_table).returning(doc_table.c.id, sort_by_parameter_order=True),
+            rows,
+        ).scalars().all()
+        state.n_spans += _store_import_layers(s, kept, ids, rows, state.annotations, state.actor)
+        state.n_imported += len(rows)
+
+
+def _finish_import(s: Session, state: _ImportState, fmt: str, source: str) -> None:
+    batch = s.get(ImportBatch, state.batch_id)
+    assert batch is not None
+    batch.n_documents = state.n_imported
+    batch.n_duplicates = len(state.duplicates)
+    batch.status, batch.owner = "complete", None
+    record_event(s, state.actor, "import", "import_batch", state.batch_id,
+                 project_id=state.project_id,
+                 after={"format": fmt, "annotations": state.annotations,
+                        "n_documents": state.n_imported,
+                        "n_duplicates": len(state.duplicates), "n_spans": state.n_spans})
+
+
+def discard_import_batch(engine: Engine, batch_id: int, *, actor: Actor = SYSTEM) -> bool:
+    """Delete an unfinished batch and everything it wrote (its notes were never visible).
+
+    Returns False for a batch that is complete or gone (nothing is deleted).
+    """
+    with write_session(engine) as s:
+        who = check(s, actor, "admin", "discard an unfinished import")
+        row = s.execute(select(ImportBatch.status, ImportBatch.project_id)
+                        .where(ImportBatch.id == batch_id)).first()
+        if row is None or row.status == "complete":
+            return False
+        record_event(s, who, "import.discarded", "import_batch", batch_id,
+                     project_id=row.project_id)
+        docs = select(DocumentRow.id).where(DocumentRow.batch_id == batch_id)
+        s.execute(delete(Annotation).where(Annotation.document_id.in_(docs)))
+        s.execute(delete(PredictionRow).where(PredictionRow.document_id.in_(docs)))
+        s.execute(delete(DocumentRow).where(DocumentRow.batch_id == batch_id))
+        s.execute(delete(ImportBatch).where(ImportBatch.id == batch_id))
+    return True
+
+
+def unfinished_import_batches(engine: Engine) -> list[tuple[int, str | None, datetime]]:
+    """``(batch id, owner, created_at)`` of batches still marked importing."""
+    with read_session(engine) as s:
+        return [(i, o, _now(c)) for i, o, c in s.execute(
+            select(ImportBatch.id, ImportBatch.owner, ImportBatch.created_at)
+            .where(ImportBatch.status != "complete").order_by(ImportBatch.id))]
+
+
+def _visible() -> Any:
+    """Notes of unfinished (chunked SQLite) imports are hidden from every listing."""
+    unfinished = select(ImportBatch.id).where(ImportBatch.status != "complete")
+    return or_(DocumentRow.batch_id.is_(None), DocumentRow.batch_id.not_in(unfinished))
 
 
 def _existing_keys(
@@ -649,7 +748,7 @@ def review_queue(
 
         def base(status: str) -> Any:
             q = select(*_QUEUE_COLUMNS).where(
-                DocumentRow.project_id == proj.id, DocumentRow.status == status
+                DocumentRow.project_id == proj.id, DocumentRow.status == status, _visible()
             )
             if assigned_to is not None:
                 q = q.where(DocumentRow.assigned_to == assigned_to)
@@ -663,7 +762,7 @@ def review_queue(
                 select(*_QUEUE_COLUMNS, QueueScore.score)
                 .join(QueueScore, QueueScore.document_id == DocumentRow.id)
                 .where(QueueScore.project_id == proj.id, QueueScore.strategy == strategy,
-                       DocumentRow.status.in_(list(statuses)))
+                       DocumentRow.status.in_(list(statuses)), _visible())
                 .order_by(QueueScore.score.desc(), DocumentRow.id)
                 .offset(offset).limit(limit)
             )
@@ -701,7 +800,8 @@ def status_counts(engine: Engine, project: str) -> dict[str, int]:
     with read_session(engine) as s:
         proj = _project(s, project)
         rows = s.execute(
-            select(DocumentRow.status, func.count()).where(DocumentRow.project_id == proj.id)
+            select(DocumentRow.status, func.count())
+            .where(DocumentRow.project_id == proj.id, _visible())
             .group_by(DocumentRow.status)
         ).all()
     counts = dict.fromkeys(STATUSES, 0)
@@ -741,7 +841,8 @@ def find_document(engine: Engine, project: str, external_id: str) -> int:
     with read_session(engine) as s:
         proj = _project(s, project)
         doc_id = s.scalar(select(DocumentRow.id).where(
-            DocumentRow.project_id == proj.id, DocumentRow.external_id == external_id))
+            DocumentRow.project_id == proj.id, DocumentRow.external_id == external_id,
+            _visible()))
     if doc_id is None:
         raise NotFound(f"project {project!r} has no document {external_id!r}")
     return int(doc_id)
@@ -851,7 +952,7 @@ def claim_next(
                    "id": DocumentRow.id}[order]
             free = select(DocumentRow.id).where(
                 DocumentRow.project_id == proj.id, DocumentRow.status == "new",
-                DocumentRow.assigned_to.is_(None))
+                DocumentRow.assigned_to.is_(None), _visible())
             # Scored documents first, through the queue index; unpredicted ones after.
             candidate = s.scalar(
                 free.where(col.is_not(None)).order_by(col, DocumentRow.id).limit(1)
@@ -1115,7 +1216,7 @@ def unreviewed_documents(
             rows = list(s.scalars(
                 select(DocumentRow).where(DocumentRow.project_id == proj.id,
                                           DocumentRow.status.in_(UNREVIEWED),
-                                          DocumentRow.id > last)
+                                          DocumentRow.id > last, _visible())
                 .order_by(DocumentRow.id).limit(batch_size)))
         if not rows:
             return
@@ -1128,7 +1229,8 @@ def count_documents(engine: Engine, project: str, statuses: Sequence[str] = STAT
     with read_session(engine) as s:
         proj = _project(s, project)
         return int(s.scalar(select(func.count()).select_from(DocumentRow).where(
-            DocumentRow.project_id == proj.id, DocumentRow.status.in_(list(statuses)))) or 0)
+            DocumentRow.project_id == proj.id, DocumentRow.status.in_(list(statuses)),
+            _visible())) or 0)
 
 
 # ----------------------------------------------------------------- reviewed corpus
@@ -1145,7 +1247,8 @@ def reviewed_corpus(
             docs = list(s.scalars(
                 select(DocumentRow).where(DocumentRow.project_id == proj.id,
                                           DocumentRow.status == "reviewed",
-                                          DocumentRow.version > 0, DocumentRow.id > last)
+                                          DocumentRow.version > 0, DocumentRow.id > last,
+                                          _visible())
                 .order_by(DocumentRow.id).limit(batch_size)))
             if not docs:
                 return
