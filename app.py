@@ -6,11 +6,15 @@ import streamlit as st
 
 from deid_core.store.repository import list_projects
 from deid_core.ui.auth import authorise, end_session
+from deid_core.ui.boundary import install as install_error_boundary
 from deid_core.ui.component import session_cookie
 from deid_core.ui.resources import engine, session_cookie_value
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import can_open
 
 st.set_page_config(page_title="deid-workbench", page_icon="🛡️", layout="wide")
+# Uncaught page exceptions are shown and logged by code, class and safe fields only.
+install_error_boundary()
 
 # engine() upgrades the schema and creates the first admin before anyone signs in.
 # authorise: a reload resumes from the signed cookie; the role comes from the database.
@@ -38,7 +42,7 @@ else:
         sections["Admin"] = allowed_admin
     nav = st.navigation(sections)
     with st.sidebar:
-        st.caption(f"Signed in as **{user.username}** ({user.role})")
+        st.caption(f"Signed in as **{md(user.username)}** ({user.role})")
         projects = [p.name for p in list_projects(engine())]
         if projects:
             current = st.session_state.get("project")

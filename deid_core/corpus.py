@@ -12,13 +12,14 @@ that is renamed into place, so a crash never leaves a half-written corpus.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from deid_core.errors import CorpusFormatError, InvalidSpan
+from deid_core.errors import CorpusFormatError, EmptyInput, InvalidSpan
 from deid_core.spans import Document, Span, find_overlap, sort_spans
 
 #: Lines longer than this are refused rather than parsed: a guard against a
@@ -164,6 +165,65 @@ def document_to_dict(doc: Document, *, provenance: bool = True) -> dict[str, Any
     return {"id": doc.id, "text": doc.text, "spans": spans, "meta": doc.meta}
 
 
+#: Deepest JSON nesting accepted in one line (a document is 4 levels; meta may add a few).
+MAX_JSON_DEPTH = 32
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _check_json_value(value: Any, *, path: str, line: int, depth: int = 1) -> None:
+    """Depth, finiteness and valid Unicode for one parsed line, with its place named."""
+    if depth > MAX_JSON_DEPTH:
+        raise CorpusFormatError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path,
+                                line=line).with_code("E_JSON_DEPTH")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorpusFormatError(
+                "a string holds a lone surrogate (\\ud800-\\udfff escape), which is not valid"
+                " Unicode", path=path, line=line, offset=exc.start,
+            ).with_code("E_UNICODE") from None
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise CorpusFormatError("a number is out of range (infinite)", path=path,
+                                    line=line).with_code("E_NAN")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_json_value(k, path=path, line=line, depth=depth + 1)
+            _check_json_value(v, path=path, line=line, depth=depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_json_value(v, path=path, line=line, depth=depth + 1)
+
+
+def parse_json_line(text: str, *, path: str, line: int) -> Any:
+    """``json.loads`` with the faults a note file can hold turned into located, coded errors.
+
+    NaN and Infinity (Python's json accepts them; PostgreSQL JSON does not),
+    nesting deeper than ``MAX_JSON_DEPTH`` (a RecursionError otherwise), and
+    lone surrogates (a UnicodeEncodeError at the database otherwise).
+    """
+    where = line
+    try:
+        raw = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise CorpusFormatError(
+            f"malformed JSON ({exc.msg} at column {exc.colno})", path=path, line=where,
+            offset=exc.pos,
+        ) from None
+    except ValueError as exc:
+        raise CorpusFormatError(f"JSON holds {exc.args[0]}, which is not a number we accept",
+                                path=path, line=where).with_code("E_NAN") from None
+    except RecursionError:
+        raise CorpusFormatError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", path=path,
+                                line=where).with_code("E_JSON_DEPTH") from None
+    _check_json_value(raw, path=path, line=where)
+    return raw
+
+
 def iter_jsonl(
     path: str | os.PathLike[str], *, allow_overlap: bool = False, check_text: bool = True
 ) -> Iterator[Document]:
@@ -190,12 +250,7 @@ def iter_jsonl(
                 line = line[1:]  # a BOM before the first JSON object, not inside a text
             if not line.strip():
                 continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusFormatError(
-                    f"malformed JSON ({exc.msg} at column {exc.colno})", path=p, line=lineno
-                ) from None
+            raw = parse_json_line(line, path=p, line=lineno)
             doc = document_from_dict(
                 raw, path=p, line=lineno, allow_overlap=allow_overlap, check_text=check_text
             )
@@ -203,6 +258,14 @@ def iter_jsonl(
                 raise CorpusFormatError("duplicate document id", path=p, line=lineno, doc_id=doc.id)
             seen_ids.add(doc.id)
             yield doc
+
+
+def read_nonempty_jsonl(path: str | os.PathLike[str], **kwargs: Any) -> list[Document]:
+    """``read_jsonl`` for inputs where no notes makes no sense (train, evaluate, bias sweep)."""
+    docs = read_jsonl(path, **kwargs)
+    if not docs:
+        raise EmptyInput("no notes in this file", path=str(path))
+    return docs
 
 
 def read_jsonl(

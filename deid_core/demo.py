@@ -82,11 +82,14 @@ def build_demo(
     from deid_core.engine.model import TrainConfig, train_model
     from deid_core.schemes import load_scheme
     from deid_core.store import repository as repo
+    from deid_core.store.authz import Principal
     from deid_core.store.engine import open_store
     from deid_core.store.users import create_user
     from deid_core.synthetic import generate_notes
     from deid_core.ui.bootstrap import ensure_first_admin
     from deid_core.ui.queue import predict_unreviewed
+
+    DEMO = Principal("demo")  # noqa: N806 - the demo builder: in-process code holding the database
 
     cfg = config or DemoConfig()
     stream = out if out is not None else sys.stdout
@@ -127,15 +130,15 @@ def build_demo(
     gold, rest = notes[: cfg.n_gold], notes[cfg.n_gold :]
     if gold:
         repo.import_documents(engine, PROJECT, gold, annotations="gold", fmt="jsonl",
-                              source="demo: synthetic notes with gold spans", actor="demo")
+                              source="demo: synthetic notes with gold spans", actor=DEMO)
     unlabelled = [d.with_spans(()) for d in rest]
     repo.import_documents(engine, PROJECT, unlabelled, annotations="none", fmt="jsonl",
-                          source="demo: synthetic notes", actor="demo")
+                          source="demo: synthetic notes", actor=DEMO)
     mv = repo.register_model_version(
         engine, PROJECT, version=model.version, artifact_path=str(model_path),
         n_train_docs=len(train_docs), hyperparams=TrainConfig(max_iterations=cfg.max_iterations).to_dict(),
         metrics={"note": "starter model trained on a separate synthetic set"},
-        activate=True, actor="demo",
+        activate=True, actor=DEMO,
     )
 
     def predict_progress(message: str, fraction: float) -> None:
@@ -145,7 +148,7 @@ def build_demo(
                                 model_version_id=mv.id, bias=float(project.settings.get("bias", 0.0)),
                                 progress=predict_progress)
     reviewer_password = secrets.token_urlsafe(12)
-    create_user(engine, "reviewer", reviewer_password, role="reviewer", actor="demo")
+    create_user(engine, "reviewer", reviewer_password, role="reviewer", actor=DEMO)
     print(
         "  demo reviewer account (shown once)\n"
         f"    username: reviewer\n    password: {reviewer_password}\n",

@@ -9,11 +9,24 @@ from __future__ import annotations
 
 
 class DeidError(Exception):
-    """Base class for every error the library raises on purpose."""
+    """Base class for every error the library raises on purpose.
+
+    ``code`` is a stable identifier (``E_EMPTY``, ``E_FORBIDDEN``, ...) that
+    scripts and tests can rely on; the CLI prints it and the app shows it.
+    A subclass sets a default; ``with_code`` sets one on an instance.
+    """
+
+    code: str = "E_DEID"
+
+    def with_code(self, code: str) -> DeidError:
+        self.code = code
+        return self
 
 
 class InvalidSpan(DeidError, ValueError):
     """A span whose offsets are impossible or do not fit its document."""
+
+    code = "E_SPAN"
 
 
 class OverlappingSpans(InvalidSpan):
@@ -27,6 +40,8 @@ class CorpusFormatError(DeidError, ValueError):
     can point at the exact place.
     """
 
+    code = "E_FORMAT"
+
     def __init__(
         self,
         message: str,
@@ -37,6 +52,7 @@ class CorpusFormatError(DeidError, ValueError):
         span_index: int | None = None,
         offset: int | None = None,
     ) -> None:
+        self.reason = message
         self.path = path
         self.line = line
         self.doc_id = doc_id
@@ -60,13 +76,19 @@ class CorpusFormatError(DeidError, ValueError):
 class UnsupportedFormat(DeidError, ValueError):
     """A file format, label scheme or language the library does not handle."""
 
+    code = "E_UNSUPPORTED"
+
 
 class MisalignedSpan(DeidError, ValueError):
     """A span whose edges fall inside a token, so BIO tags cannot express it."""
 
+    code = "E_MISALIGNED"
+
 
 class ModelError(DeidError):
     """A model directory that is missing, incomplete or of an unknown version."""
+
+    code = "E_MODEL"
 
 
 class RuleError(UnsupportedFormat):
@@ -75,6 +97,8 @@ class RuleError(UnsupportedFormat):
     The message names the rule (or filter) and the file it came from, never
     any note text, so that a bad YAML entry is easy to find.
     """
+
+    code = "E_RULE"
 
     def __init__(self, message: str, *, rule: str | None = None, path: str | None = None) -> None:
         self.rule = rule
@@ -96,32 +120,88 @@ class DocumentMismatch(DeidError, ValueError):
     an offset, never the text.
     """
 
+    code = "E_MISMATCH"
+
 
 class StoreError(DeidError):
     """The annotation store refused an operation (bad state, unknown name, wrong role)."""
+
+    code = "E_STORE"
 
 
 class NotFound(StoreError, LookupError):
     """A project, document, user or model version that the store does not hold."""
 
+    code = "E_NOT_FOUND"
+
 
 class AlreadyExists(StoreError):
     """A name that must be unique (project, user, model version) is already taken."""
+
+    code = "E_EXISTS"
 
 
 class MappingConflict(DeidError):
     """One surrogate-mapping key recorded with two surrogates: the secret or generator changed."""
 
+    code = "E_MAPPING"
+
 
 class PermissionDenied(DeidError, PermissionError):
-    """An admin-only action (exporting the surrogate mapping) attempted by another role."""
+    """An action the acting user may not take: wrong role, inactive or unknown account."""
+
+    code = "E_FORBIDDEN"
 
 
 class LeakDetected(DeidError):
     """An export whose output still contains original PHI strings; the report names
     documents, offsets and labels, never the strings."""
 
+    code = "E_LEAK"
+
 
 class ExportRefused(DeidError):
     """An export that would go beyond its confirmed scope (unreviewed documents without
     confirmation) or overwrite an existing export; nothing is written."""
+
+    code = "E_EXPORT_REFUSED"
+
+
+class EmptyInput(DeidError, ValueError):
+    """A corpus with no notes where none makes no sense (import, evaluate, bias sweep, train)."""
+
+    code = "E_EMPTY"
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class DatabaseError(StoreError):
+    """A database refusal translated into words: the constraint or column, never the values.
+
+    SQLAlchemy's own message carries the statement's parameters (note text,
+    names, dates of birth), so it is never shown; this error replaces it.
+    """
+
+    code = "E_DB"
+
+    def __init__(self, message: str, *, code: str = "E_DB") -> None:
+        self.code = code
+        super().__init__(message)
+
+
+class TooManyAttempts(DeidError):
+    """Sign-in refused without checking the password: too many recent failures."""
+
+    code = "E_THROTTLED"
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class ResumeMismatch(DeidError):
+    """A resumed batch run whose parameters differ from the partitions already written."""
+
+    code = "E_RESUME_MISMATCH"

@@ -7,11 +7,12 @@ import streamlit as st
 from deid_core.errors import DeidError
 from deid_core.store.users import authenticate, reset_password
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import sign_out
 
 ctx = guard("account")
 st.title("Account")
-st.write(f"Signed in as **{ctx.user.username}** with the role **{ctx.user.role}**.")
+st.write(f"Signed in as **{md(ctx.user.username)}** with the role **{ctx.user.role}**.")
 unsaved = sum(1 for d in st.session_state["drafts"].values() if d.dirty)
 if unsaved:
     st.warning(f"{unsaved} note(s) hold unsaved edits; signing out discards them.")

@@ -22,6 +22,7 @@ from deid_core.ui.jobs import get_job, start_job
 from deid_core.ui.queue import predict_unreviewed
 from deid_core.ui.render import page_html, render_legend_html, render_note_html
 from deid_core.ui.resources import guard, model_at
+from deid_core.ui.safe_text import md
 
 ctx = guard("bias")
 project = ctx.need_project()
@@ -40,7 +41,7 @@ if mv is None or not Path(mv.artifact_path).is_dir():
 try:
     model = model_at(mv.artifact_path)
 except DeidError as exc:
-    st.error(f"The active model cannot be loaded: {exc}")
+    st.error(f"The active model cannot be loaded: {md(exc)}")
     st.stop()
 
 MAX_NOTES = 300
@@ -103,7 +104,7 @@ if st.button("Use for this project", type="primary", disabled=running, key="use_
     start_job(job_name, "Re-predicting the queue",
               lambda progress: predict_unreviewed(engine, name, model, model_version=version,
                                                   model_version_id=version_id, bias=float(bias),
-                                                  progress=progress))
+                                                  progress=progress, actor=ctx.user.username))
     state["encoded"] = {}
     st.rerun()
 
@@ -117,7 +118,7 @@ def job_status() -> None:
     if snap["status"] == "running":
         st.progress(snap["fraction"], text=f"Re-predicting the queue: {snap['message']}")
     elif snap["status"] == "failed":
-        st.error(f"Re-prediction failed: {snap['error']}")
+        st.error(f"Re-prediction failed: {md(snap['error'])}")
     else:
         st.success(f"Queue re-predicted at the saved bias ({snap['message']}).")
 

@@ -15,6 +15,7 @@ from deid_core.schemes import load_scheme
 from deid_core.store.repository import status_counts
 from deid_core.ui.exporting import data_dir, project_secret, zip_folder
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 
 ctx = guard("export")
 project = ctx.need_project()
@@ -64,10 +65,10 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
         )
     except LeakDetected as exc:
         bar.empty()
-        st.error(f"Export stopped by the leak check: {exc}")
+        st.error(f"Export stopped by the leak check: {md(exc)}")
     except DeidError as exc:
         bar.empty()
-        st.error(f"Nothing was exported: {exc}")
+        st.error(f"Nothing was exported: {md(exc)}")
     else:
         bar.progress(1.0, text="Done")
         m = result.manifest
@@ -79,7 +80,7 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
         st.session_state["last_export"] = {
             "project": project.name, "path": str(result.path), "mapping": mapping,
             "summary": {k: m[k] for k in ("documents", "spans", "formats", "scope") if k in m},
-            "message": f"Exported {m['documents']} notes and {m['spans']} spans to {result.path};"
+            "message": f"Exported {m['documents']} notes and {m['spans']} spans to {md(result.path)};"
                        f" leak check: {m['leak_check']['leaks']} leak(s).",
         }
 

@@ -14,6 +14,7 @@ from deid_core.store import repository as repo
 from deid_core.store.importers import FORMATS, import_paths
 from deid_core.ui.importing import format_mismatch
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 
 log = logging.getLogger("deid_core.ui.import")
 ctx = guard("import")
@@ -36,7 +37,7 @@ with st.expander("Create a project", expanded=ctx.project is None):
                 st.rerun()
 
 project = ctx.need_project()
-st.write(f"Importing into **{project.name}** ({project.lang}, {project.scheme}).")
+st.write(f"Importing into **{md(project.name)}** ({project.lang}, {md(project.scheme)}).")
 HELP = {
     "jsonl": "JSON Lines in the shared span format (.jsonl)",
     "txt": "Plain text notes (.txt files or a .zip of them)",
@@ -92,7 +93,7 @@ if st.button("Import", type="primary", disabled=not files, key="imp_go"):
             )
         except DeidError as exc:
             bar.empty()
-            st.error(f"Nothing was imported: {str(exc).replace(tmp + '/', '')}")
+            st.error(f"Nothing was imported: {md(str(exc).replace(tmp + '/', ''))}")
         except Exception as exc:  # noqa: BLE001 - shown by type only: a message could quote a note
             bar.empty()
             log.error("import failed with %s", type(exc).__name__)

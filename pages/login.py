@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-
 import streamlit as st
 
-from deid_core.store.users import authenticate
+from deid_core.errors import TooManyAttempts
+from deid_core.store.throttle import sign_in as throttled_sign_in
 from deid_core.ui.auth import start_session
 from deid_core.ui.resources import engine
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import take_flash
-
-log = logging.getLogger("deid_core.ui.login")
 
 st.title("deid-workbench")
 st.caption("Human-in-the-loop de-identification of clinical notes")
@@ -24,11 +22,15 @@ with st.form("login", border=True):
     submitted = st.form_submit_button("Sign in", type="primary")
 
 if submitted:
-    info = authenticate(engine(), username.strip(), password)
-    if info is None:
-        log.info("failed sign-in")
-        st.error("Wrong username or password, or the account is deactivated.")
+    try:
+        # Throttled per username and per client; the store logs the username, never the password.
+        info = throttled_sign_in(engine(), username.strip(), password,
+                                 client=st.context.ip_address or "unknown")
+    except TooManyAttempts as exc:
+        st.error(f"Not signed in: {md(exc)}.")
     else:
-        start_session(st.session_state, info.username, info.role)
-        log.info("user %s signed in", info.username)
-        st.rerun()
+        if info is None:
+            st.error("Wrong username or password, or the account is deactivated.")
+        else:
+            start_session(st.session_state, info.username, info.role)
+            st.rerun()

@@ -13,6 +13,7 @@ from deid_core.store import repository as repo
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 
 ctx = guard("model")
 project = ctx.need_project()
@@ -60,7 +61,7 @@ def job_panel() -> None:
     if snap["status"] == "running":
         st.progress(snap["fraction"], text=f"{snap['label']}: {snap['message']}")
     elif snap["status"] == "failed":
-        st.error(f"{snap['label']} failed: {snap['error']}")
+        st.error(f"{snap['label']} failed: {md(snap['error'])}")
     else:
         result = j.result
         if isinstance(result, dict) and "accepted" in result:

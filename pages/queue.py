@@ -19,6 +19,7 @@ from deid_core.ui.queue import (
     queue_table,
 )
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 
 ctx = guard("queue")
 project = ctx.need_project()
@@ -81,7 +82,7 @@ if table:
     picked = event.selection.rows if event is not None else []
     if picked:
         doc_id = int(frame.iloc[picked[0]]["id"])
-        if st.button(f"Open note {frame.iloc[picked[0]]['note']}", key="open_picked"):
+        if st.button(f"Open note {md(frame.iloc[picked[0]]['note'])}", key="open_picked"):
             st.session_state["current_doc"] = doc_id
             st.switch_page("pages/review.py")
 else:

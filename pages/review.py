@@ -43,6 +43,7 @@ from deid_core.ui.review import (
     pace_text,
     patient_phi_strings,
 )
+from deid_core.ui.safe_text import md
 from deid_core.ui.session import flash
 
 ctx = guard("review")
@@ -111,7 +112,7 @@ def view_for(document: Document, prediction: repo.PredictionLayer | None) -> Mod
             bare = Document(document.id, document.text)
             live = model_view(model, encoded_for(state["encoded"], model, bare), bias)
         except DeidError as exc:
-            st.warning(f"The active model could not be used: {exc}")
+            st.warning(f"The active model could not be used: {md(exc)}")
     if prediction is not None and (live is None or prediction.model_version != live.model_version):
         return ModelView(prediction.spans, hints_for(prediction.spans, live) if live else (),
                          prediction.logprob, prediction.logprob_norm, prediction.model_version,
@@ -227,10 +228,10 @@ if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
         st.rerun()
 
 # ---------------------------------------------------------------- header
-st.title(f"Note {doc.id}")
+st.title(f"Note {md(doc.id)}")
 meta = [f"status **{layers.status}**", f"version {layers.version}"]
 if doc.meta.get("patient_id"):
-    meta.append(f"patient {doc.meta['patient_id']}")
+    meta.append(f"patient {md(doc.meta['patient_id'])}")
 if view.model_version:
     meta.append(f"model {view.model_version} at bias {view.bias:+.2f}")
 if view.logprob is not None:
@@ -250,7 +251,7 @@ if conflict is None and opened["version"] != layers.version:
         state["opened"].pop(layers.doc_id, None)
         st.rerun()
 if conflict is not None and conflict.doc_id == layers.doc_id:
-    st.error(f"Not saved: {conflict.message}.", icon=":material/warning:")
+    st.error(f"Not saved: {md(conflict.message)}.", icon=":material/warning:")
     theirs = diff_layers(conflict.spans, doc.spans)
     st.caption(
         f"Their version differs from your edits by {len(theirs['added'])} span(s) you do not"

@@ -16,6 +16,7 @@ from deid_core.store.users import (
     set_role,
 )
 from deid_core.ui.resources import guard
+from deid_core.ui.safe_text import md
 
 ctx = guard("users")
 st.title("Users")
@@ -43,9 +44,9 @@ with left, st.form("create_user", clear_on_submit=True):
         try:
             create_user(ctx.engine, name.strip(), chosen, role=role, actor=ctx.user.username)
         except DeidError as exc:
-            st.error(str(exc))
+            st.error(md(exc))
         else:
-            st.success(f"Created {name.strip()} ({role}).")
+            st.success(f"Created {md(name.strip())} ({role}).")
             if not password:
                 st.code(chosen, language=None)
                 st.caption("Generated password: shown once, pass it on securely.")
@@ -73,7 +74,7 @@ with right:
             try:
                 reset_password(ctx.engine, target, fresh, actor=ctx.user.username)
             except DeidError as exc:
-                st.error(str(exc))
+                st.error(md(exc))
             else:
-                st.success(f"New password for {target} (shown once):")
+                st.success(f"New password for {md(target)} (shown once):")
                 st.code(fresh, language=None)

@@ -54,6 +54,12 @@ def _postgres_schema(base: str) -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(autouse=True)
+def _admin_secret(tmp_path_factory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The CLI's admin secret lives in a temporary folder, never in the tester's home."""
+    monkeypatch.setenv("DEID_ADMIN_SECRET", str(tmp_path_factory.getbasetemp() / "admin.secret"))
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """A database URL for an EMPTY database: a SQLite file, or a fresh PostgreSQL schema.

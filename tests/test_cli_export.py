@@ -172,6 +172,9 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
 
     monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path))
     _store(db_url, notes, tmp_path)
+    from people import add_users
+
+    add_users(open_store(db_url), admins=("alice",))  # --actor must name a workbench user
     out = tmp_path / "release"
     rc = main(["export", "--project", "p1", "--output", str(out), "--format", "jsonl,brat",
                "--format", "spans-csv", "--db", db_url, "--actor", "alice"])

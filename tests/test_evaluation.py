@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deid_core.errors import DeidError, DocumentMismatch
+from deid_core.errors import DeidError, DocumentMismatch, EmptyInput
 from deid_core.evaluation import (
     char_prf,
     evaluate,
@@ -392,7 +392,9 @@ def test_strict_relaxed_token_char_functions_agree_with_evaluate():
 
 
 def test_empty_corpus_and_perfect_empty_documents():
-    assert evaluate([], [])["strict"]["micro"]["f1"] == 1.0
+    # No gold at all is an error (it used to score P = R = F1 = 1.0); a note without PHI is not.
+    with pytest.raises(EmptyInput):
+        evaluate([], [])
     result = evaluate([doc([])], [doc([])])
     assert result["strict"]["micro"]["f1"] == result["char"]["recall"] == 1.0
 

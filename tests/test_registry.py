@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,10 @@ def label_trainer(docs, progress=None):  # noqa: ANN001
 def blind_trainer(docs, progress=None):  # noqa: ANN001
     """A broken training procedure: learns nothing."""
     return LabelModel(set(), [d.id for d in docs])
+
+
+#: A scheme holding the labels of ``note``: gold imports refuse labels outside the scheme.
+NAME_DATE = str(Path(__file__).parent / "fixtures" / "name_date_scheme.yaml")
 
 
 def note(i: int, label: str = "NAME") -> Document:
@@ -198,7 +203,7 @@ def test_retrain_due_counts_reviews_since_the_latest_candidate(store) -> None:  
     from deid_core.learning.registry import retrain_due
     from deid_core.store import repository as repo
 
-    repo.create_project(store, "al", settings={"retrain_every": 3})
+    repo.create_project(store, "al", settings={"retrain_every": 3}, scheme=NAME_DATE)
     repo.import_documents(store, "al", [note(i) for i in range(2)], annotations="gold")
     assert not retrain_due(store, "al")  # 2 reviewed, no model yet
     repo.import_documents(store, "al", [note(i) for i in range(2, 4)], annotations="gold")
@@ -223,7 +228,7 @@ def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # 
 
     # The demo's starter model was trained on 300 notes outside the project; none of the
     # project's reviews were used, so they all count towards the next retrain.
-    repo.create_project(store, "st", settings={"retrain_every": 3})
+    repo.create_project(store, "st", settings={"retrain_every": 3}, scheme=NAME_DATE)
     repo.register_model_version(store, "st", version="starter", artifact_path="/nowhere",
                                 n_train_docs=300, metrics={}, activate=True)
     repo.import_documents(store, "st", [note(i) for i in range(2)], annotations="gold")

@@ -11,10 +11,11 @@ from deid_core.corpus import write_jsonl
 from deid_core.spans import Document, Span
 from deid_core.store import open_store, users
 from deid_core.store import repository as repo
+from deid_core.store.audit import list_events
 
 
 def test_project_import_users(db_url, tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    db = ["--db", db_url, "--actor", "ci"]
+    db = ["--db", db_url]
     assert main(["project", "create", "p", "--lang", "en", "--scheme", "i2b2_2014", *db]) == 0
     assert main(["project", "create", "p", *db]) == 1
     assert "already exists" in capsys.readouterr().err
@@ -47,6 +48,9 @@ def test_project_import_users(db_url, tmp_path, capsys, monkeypatch) -> None:  #
     try:
         assert repo.count_documents(engine, "p") == 5
         assert users.get_user(engine, "rita").active is False
+        # The command line acted as a local administrator, and the audit trail says so.
+        events = list_events(engine, action="user.create")
+        assert events and events[0].actor.startswith("local-admin:")
     finally:
         engine.dispose()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
+from people import add_users
 from sqlalchemy import select
 
 from deid_core.spans import Document, Span
@@ -16,6 +17,7 @@ ROUNDS = 6
 
 
 def test_concurrent_review_saves(store) -> None:  # type: ignore[no-untyped-def]
+    add_users(store, reviewers=tuple(f"u{w}" for w in range(N_THREADS)))
     repo.create_project(store, "c")
     docs = [Document(f"d{i}", f"Note {i}: Alex Moss, seen on ward {i}.") for i in range(4)]
     repo.import_documents(store, "c", docs)
@@ -90,6 +92,7 @@ def test_concurrent_review_saves(store) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_concurrent_claims_never_share_a_document(store) -> None:  # type: ignore[no-untyped-def]
+    add_users(store, reviewers=tuple(f"u{w}" for w in range(N_THREADS)))
     repo.create_project(store, "q")
     repo.import_documents(store, "q", [Document(f"d{i}", f"note number {i}") for i in range(30)])
     barrier = threading.Barrier(N_THREADS)

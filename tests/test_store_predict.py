@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from people import add_users
 
 from deid_core.cli import main
 from deid_core.corpus import write_jsonl
@@ -23,6 +24,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_predict_queue_library(store, model_dir) -> None:  # type: ignore[no-untyped-def]
+    add_users(store, reviewers=("alice",))
     repo.create_project(store, "p", settings={"bias": 0.5})
     notes = generate_notes(8, seed=7)
     repo.import_documents(store, "p", [d.with_spans([]) for d in notes])

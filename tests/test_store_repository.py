@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from argon2 import PasswordHasher
+from people import add_users
 from sqlalchemy import delete, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -28,11 +29,13 @@ def notes(n: int, prefix: str = "n") -> list[Document]:
 
 @pytest.fixture
 def project(store):  # type: ignore[no-untyped-def]
+    add_users(store, admins=("admin",), reviewers=("alice", "bob", "carol"))
     repo.create_project(store, "demo", lang="en", scheme="i2b2_2014", actor="admin")
     return "demo"
 
 
 def test_project_crud(store) -> None:  # type: ignore[no-untyped-def]
+    add_users(store, admins=("ana",))
     info = repo.create_project(store, "p1", lang="es", scheme="meddocan", actor="ana")
     assert info.settings["bias"] == 0.0
     assert repo.get_project(store, "p1").lang == "es"
@@ -276,6 +279,13 @@ def test_set_status_skip(store, project) -> None:  # type: ignore[no-untyped-def
     assert [r.external_id for r in repo.review_queue(store, project)] == ["n1"]
     with pytest.raises(StoreError):
         repo.set_status(store, doc_id, "reviewed")
+    # A reviewed note cannot be skipped: that would drop its reviewed layer from every export.
+    other = repo.find_document(store, project, "n1")
+    assert repo.save_review(store, other, "bob", [Span(4, 13, "PATIENT")], 0).ok
+    with pytest.raises(StoreError) as refused:
+        repo.set_status(store, other, "skipped", actor="alice")
+    assert refused.value.code == "E_REVIEWED"
+    assert repo.get_document(store, other).status == "reviewed"
 
 
 def test_model_versions(store, project) -> None:  # type: ignore[no-untyped-def]
@@ -322,18 +332,18 @@ def test_audit_never_holds_note_text(store, project) -> None:  # type: ignore[no
 def test_user_deactivation_and_deletion_keep_work(store, project, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(users, "_HASHER", PasswordHasher(time_cost=1, memory_cost=1024,
                                                          parallelism=1))
-    users.create_user(store, "alice", "correct horse", role="reviewer", actor="admin")
+    users.create_user(store, "dora", "correct horse", role="reviewer", actor="admin")
     repo.import_documents(store, project, notes(1))
     doc_id = repo.find_document(store, project, "n0")
-    assert repo.save_review(store, doc_id, "alice", [Span(4, 13, "PATIENT")], 0).ok
-    users.deactivate_user(store, "alice", actor="admin")
-    assert users.authenticate(store, "alice", "correct horse") is None
-    assert [a.author for a in repo.get_document(store, doc_id).annotations] == ["alice"]
+    assert repo.save_review(store, doc_id, "dora", [Span(4, 13, "PATIENT")], 0).ok
+    users.deactivate_user(store, "dora", actor="admin")
+    assert users.authenticate(store, "dora", "correct horse") is None
+    assert [a.author for a in repo.get_document(store, doc_id).annotations] == ["dora"]
     with store.begin() as conn:  # even a hard delete of the account row touches no work
-        conn.execute(delete(User).where(User.username == "alice"))
+        conn.execute(delete(User).where(User.username == "dora"))
     layers = repo.get_document(store, doc_id)
-    assert [a.author for a in layers.annotations] == ["alice"] and layers.updated_by == "alice"
-    assert any(e.actor == "alice" for e in list_events(store))
+    assert [a.author for a in layers.annotations] == ["dora"] and layers.updated_by == "dora"
+    assert any(e.actor == "dora" for e in list_events(store))
 
 
 def test_sqlite_pragmas(store) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from argon2 import PasswordHasher
+from people import add_users
 from sqlalchemy import select
 
 from deid_core.errors import AlreadyExists, NotFound, StoreError
@@ -22,10 +23,12 @@ def cheap_hashing(monkeypatch):  # type: ignore[no-untyped-def]
 
 
 def test_user_lifecycle(store) -> None:  # type: ignore[no-untyped-def]
+    add_users(store, admins=("root",))
     info = users.create_user(store, "alice", "s3cret-pass", role="admin", actor="root")
     assert info.role == "admin" and info.active
     with store.connect() as conn:
-        stored = conn.execute(select(User.password_hash)).scalar_one()
+        stored = conn.execute(select(User.password_hash)
+                              .where(User.username == "alice")).scalar_one()
     assert stored.startswith("$argon2id$") and "s3cret-pass" not in stored
     assert users.authenticate(store, "alice", "s3cret-pass") == users.get_user(store, "alice")
     assert users.authenticate(store, "alice", "wrong-pass") is None
@@ -35,7 +38,7 @@ def test_user_lifecycle(store) -> None:  # type: ignore[no-untyped-def]
     assert users.authenticate(store, "alice", "another-pass") is not None
     users.deactivate_user(store, "alice", actor="root")
     assert users.authenticate(store, "alice", "another-pass") is None
-    assert users.list_users(store, include_inactive=False) == []
+    assert [u.username for u in users.list_users(store, include_inactive=False)] == ["root"]
     users.set_active(store, "alice", True, actor="root")
     assert users.authenticate(store, "alice", "another-pass") is not None
     users.set_role(store, "alice", "reviewer", actor="root")

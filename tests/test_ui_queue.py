@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from app_support import PROJECT, seed_store
+from people import add_users
 
 from deid_core.store import repository as repo
 from deid_core.ui.queue import (
@@ -52,6 +53,7 @@ def test_concurrent_claims_never_share_a_note(engine):
         layers = claim_next_note(engine, project, name)
         got[name] = layers.doc_id if layers else None
 
+    add_users(engine, reviewers=tuple(f"r{i}" for i in range(6)))
     threads = [threading.Thread(target=worker, args=(f"r{i}",)) for i in range(6)]
     for t in threads:
         t.start()

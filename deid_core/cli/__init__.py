@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from deid_core import __version__
-from deid_core.errors import DeidError
+from deid_core.cli.errors import report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except DeidError as exc:
-        # Library errors name files, lines and offsets but never note text.
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the one error boundary
+        # Library errors name files, lines and offsets; anything else is shown by class and
+        # location only, because its text may quote note text or SQL parameters.
+        return report(exc, verbose=args.verbose, stream=sys.stderr).exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

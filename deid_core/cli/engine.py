@@ -115,12 +115,14 @@ def _scheme(name: str | None):  # type: ignore[no-untyped-def]
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from deid_core.corpus import read_jsonl
+    from deid_core.corpus import read_nonempty_jsonl
     from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.evaluation import evaluate
+    from deid_core.protect.cleanup import clean_debris
 
-    docs = read_jsonl(args.data)
-    dev = read_jsonl(args.dev) if args.dev else None
+    clean_debris()  # deid-train-* folders of killed training runs
+    docs = read_nonempty_jsonl(args.data)
+    dev = read_nonempty_jsonl(args.dev) if args.dev else None
     config = TrainConfig()
     changes: dict[str, Any] = {"seed": args.seed}
     for name in ("c1", "c2", "max_iterations", "min_freq", "sequence"):
@@ -183,10 +185,10 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from deid_core.corpus import read_jsonl
+    from deid_core.corpus import read_jsonl, read_nonempty_jsonl
     from deid_core.evaluation import evaluate, format_report
 
-    gold = read_jsonl(args.gold)
+    gold = read_nonempty_jsonl(args.gold)
     pred = read_jsonl(args.pred, allow_overlap=True)
     result = evaluate(gold, pred, scheme=_scheme(args.scheme), lang=args.lang)
     if args.json:
@@ -197,13 +199,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_bias_sweep(args: argparse.Namespace) -> int:
-    from deid_core.corpus import read_jsonl
+    from deid_core.corpus import read_nonempty_jsonl
     from deid_core.engine.model import DeidModel, bias_grid
     from deid_core.evaluation.bias_sweep import bias_sweep
 
     grid = bias_grid(args.start, args.stop, args.step)
     model = DeidModel.load(args.model)
-    gold = read_jsonl(args.gold)
+    gold = read_nonempty_jsonl(args.gold)
     bar = _Bar("bias sweep")
     try:
         result = bias_sweep(model, gold, grid, progress=bar)

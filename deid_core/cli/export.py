@@ -86,6 +86,7 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
         secret_hex=secret.hex(), bias=args.bias, patient_key=args.patient_key,
         id_column=args.id_column, text_column=args.text_column, output_format=args.format,
         operator_settings=json.dumps(ops, sort_keys=True) if ops else None,
+        unknown_labels=args.unknown_labels, restart=args.restart,
     )
     bar = tqdm(total=None, desc="partitions", unit="part", file=sys.stderr)
 
@@ -130,7 +131,8 @@ def run_deidentify(args: argparse.Namespace) -> int:
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     # The same per-note path as the Dask batch job, so both give the same bytes.
     proc = Deidentifier.from_model_dir(
-        args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args)
+        args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args),
+        unknown_labels=args.unknown_labels,
     )
     freeze_loaded_heap()
     if created:
@@ -195,13 +197,19 @@ def run_export(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     engine = open_store(args.db)
-    actor = _actor(args)
+    actor = _actor(args, engine)
+    if args.output:
+        from deid_core.cli.store import debris_roots
+        from deid_core.protect.cleanup import clean_debris
+
+        # A killed export left its staging folder beside the target: remove it now.
+        clean_debris(debris_roots([str(Path(args.output).resolve().parent)]))
     project = get_project(engine, args.project)
     if args.mapping_out:
         # Checked first, so a refused mapping export costs nothing (the refusal is audited).
-        check_mapping_export(engine, args.project, args.actor)
+        check_mapping_export(engine, args.project, actor)
     if not args.output:
-        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        n = export_surrogate_mapping(engine, args.project, actor, args.mapping_out)
         print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
         return 0
     ops = operator_config(
@@ -230,7 +238,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         close()
     if args.mapping_out:
-        n = export_surrogate_mapping(engine, args.project, args.actor, args.mapping_out)
+        n = export_surrogate_mapping(engine, args.project, actor, args.mapping_out)
         print(f"wrote {n} mapping entries of {args.project!r} to {args.mapping_out}")
     m = result.manifest
     print(
@@ -269,6 +277,12 @@ def register(subparsers: Any) -> None:
                    help="one operator for every label (default: surrogate)")
     d.add_argument("--operators", metavar="YAML", help="per-label operator settings (see docs/export.md)")
     d.add_argument("--bias", type=float, default=0.0, help="O-label bias (negative favours recall)")
+    d.add_argument("--unknown-labels", choices=("error", "tag"), default="error",
+                   help="labels with no surrogate kind under --mode surrogate: error (default) or"
+                        " tag them")
+    d.add_argument("--restart", action="store_true",
+                   help="with --engine dask: discard partitions an earlier run with other"
+                        " settings wrote, instead of refusing to resume")
     d.add_argument("--patient-key", default="meta.patient_id",
                    help="where the patient id is in each document (default: meta.patient_id;"
                         " for Parquet/CSV a column, 'meta.X' meaning column X if present);"

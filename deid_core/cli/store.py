@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 ANNOTATION_HELP = (
@@ -26,16 +28,62 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="database URL (default: $DEID_DATABASE_URL, the config file, or a"
                         " per-user SQLite file)")
     p.add_argument("--actor", default=None,
-                   help="name recorded in the audit trail (default: the OS user)")
+                   help="act as this workbench user: their role is checked for every change"
+                        " (it can only narrow what you may do, never widen it)")
 
 
-def _actor(args: argparse.Namespace) -> str:
-    if args.actor:
-        return str(args.actor)
+ENV_ADMIN_SECRET = "DEID_ADMIN_SECRET"
+
+
+def admin_secret_path() -> Path:
+    """``$DEID_ADMIN_SECRET``, else ``<data dir>/admin.secret`` (data dir as for project secrets)."""
+    import platformdirs
+
+    from deid_core.protect.surrogate_map import ENV_DATA_DIR
+
+    explicit = os.environ.get(ENV_ADMIN_SECRET)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get(ENV_DATA_DIR)
+    return (Path(base) if base else platformdirs.user_data_path("deid-workbench")) / "admin.secret"
+
+
+def _os_user() -> str:
     try:
-        return f"cli:{getpass.getuser()}"
+        return getpass.getuser()
     except Exception:  # noqa: BLE001 - no user name available (containers)
-        return "cli"
+        return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
+
+def _actor(args: argparse.Namespace, engine: Any) -> Any:
+    """Who the command acts as, proven rather than declared.
+
+    The command line changes the store only for an operating-system user who
+    can read the workbench's admin secret (created 0600 on first use; the
+    database keeps its fingerprint and refuses any other secret). Without
+    ``--actor`` that user acts as a local administrator (``local-admin:<os
+    user>`` in the audit trail); with ``--actor NAME`` the command acts as the
+    workbench user NAME, whose role and active flag the library checks, so
+    ``--actor`` never grants anything.
+    """
+    from deid_core.errors import DeidError, PermissionDenied
+    from deid_core.protect.surrogate_map import load_or_create_secret, secret_fingerprint
+    from deid_core.store.authz import local_admin
+
+    path = admin_secret_path()
+    try:
+        secret, created = load_or_create_secret(path)
+    except (DeidError, OSError):
+        raise PermissionDenied(
+            f"cannot read the admin secret {path}: only an operating-system user who can read it"
+            " may change the store from the command line"
+        ) from None
+    if created:
+        print(f"created admin secret {path} (mode 0600): whoever can read it administers this"
+              " workbench from the command line", file=sys.stderr)
+    admin = local_admin(engine, secret_fingerprint(secret), _os_user(),
+                        declared=str(args.actor) if args.actor else None)
+    return str(args.actor) if args.actor else admin
 
 
 def _engine(args: argparse.Namespace) -> Any:
@@ -165,14 +213,25 @@ def register(subparsers: Any) -> None:
     inf = ds.add_parser("info", help="show the database URL (password hidden) and revision")
     _common(inf)
     inf.set_defaults(func=run_db_info)
+    cl = ds.add_parser(
+        "cleanup", help="remove folders a killed export or training run left behind",
+        description="Removes .<name>.staging-* export folders (under the app's export folder and"
+                    " each --under DIR) and deid-train-* temporary folders whose process is gone,"
+                    " and the hidden notes of SQLite imports whose process was killed.")
+    cl.add_argument("--under", action="append", default=[], metavar="DIR",
+                    help="also look for export staging folders directly under DIR (repeatable)")
+    cl.add_argument("--dry-run", action="store_true", help="list, do not remove")
+    _common(cl)
+    cl.set_defaults(func=run_db_cleanup)
     db.set_defaults(func=lambda _a: (db.print_help(), 2)[1])
 
 
 def run_project_create(args: argparse.Namespace) -> int:
     from deid_core.store.repository import create_project
 
-    info = create_project(_engine(args), args.name, lang=args.lang, scheme=args.scheme,
-                          settings={"bias": args.bias}, actor=_actor(args))
+    engine = _engine(args)
+    info = create_project(engine, args.name, lang=args.lang, scheme=args.scheme,
+                          settings={"bias": args.bias}, actor=_actor(args, engine))
     print(f"created project {info.name!r} (lang {info.lang}, scheme {info.scheme})")
     return 0
 
@@ -201,7 +260,7 @@ def run_import(args: argparse.Namespace) -> int:
             engine, args.project, args.paths, fmt=args.format, annotations=args.annotations,
             text_column=args.text_column, id_column=args.id_column,
             patient_column=args.patient_column, delimiter=args.delimiter,
-            actor=_actor(args), progress=progress,
+            actor=_actor(args, engine), progress=progress,
         )
     finally:
         close()
@@ -223,7 +282,8 @@ def run_predict_queue(args: argparse.Namespace) -> int:
     progress, close = (None, lambda: None) if args.quiet else tqdm_progress("predict")
     try:
         result = predict_queue(engine, args.project, bias=args.bias, redo=args.redo,
-                               limit=args.limit, actor=_actor(args), progress=progress)
+                               limit=args.limit, actor=_actor(args, engine),
+                               progress=progress)
     finally:
         close()
     print(f"predicted {result.n_predicted} notes ({result.n_spans} spans) with model"
@@ -240,11 +300,12 @@ def run_models_register(args: argparse.Namespace) -> int:
 
     path = Path(args.path).resolve()
     model = DeidModel.load(path)
+    engine = _engine(args)
     info = register_model_version(
-        _engine(args), args.project, version=model.version, artifact_path=str(path),
+        engine, args.project, version=model.version, artifact_path=str(path),
         n_train_docs=int(model.metadata.get("documents", 0) or 0),
         hyperparams=model.config.to_dict(), metrics=model.metrics, parent=args.parent,
-        activate=args.activate, actor=_actor(args))
+        activate=args.activate, actor=_actor(args, engine))
     print(f"registered model {info.version} for {args.project!r}"
           f"{' (active)' if info.active else ''}")
     return 0
@@ -262,7 +323,8 @@ def run_models_list(args: argparse.Namespace) -> int:
 def run_models_activate(args: argparse.Namespace) -> int:
     from deid_core.store.repository import activate_model_version
 
-    info = activate_model_version(_engine(args), args.project, args.version, actor=_actor(args))
+    engine = _engine(args)
+    info = activate_model_version(engine, args.project, args.version, actor=_actor(args, engine))
     print(f"active model for {args.project!r} is now {info.version}")
     return 0
 
@@ -284,8 +346,9 @@ def _read_password(args: argparse.Namespace) -> str:
 def run_users_add(args: argparse.Namespace) -> int:
     from deid_core.store.users import create_user
 
-    info = create_user(_engine(args), args.name, _read_password(args), role=args.role,
-                       actor=_actor(args))
+    engine = _engine(args)
+    actor = _actor(args, engine)
+    info = create_user(engine, args.name, _read_password(args), role=args.role, actor=actor)
     print(f"created {info.role} {info.username!r}")
     return 0
 
@@ -301,7 +364,8 @@ def run_users_list(args: argparse.Namespace) -> int:
 def run_users_set_active(args: argparse.Namespace) -> int:
     from deid_core.store.users import set_active
 
-    info = set_active(_engine(args), args.name, args.active, actor=_actor(args))
+    engine = _engine(args)
+    info = set_active(engine, args.name, args.active, actor=_actor(args, engine))
     print(f"{info.username!r} is now {'active' if info.active else 'inactive'}"
           " (annotations, reviews and audit events are kept)")
     return 0
@@ -310,7 +374,9 @@ def run_users_set_active(args: argparse.Namespace) -> int:
 def run_users_reset(args: argparse.Namespace) -> int:
     from deid_core.store.users import reset_password
 
-    reset_password(_engine(args), args.name, _read_password(args), actor=_actor(args))
+    engine = _engine(args)
+    actor = _actor(args, engine)
+    reset_password(engine, args.name, _read_password(args), actor=actor)
     print(f"password reset for {args.name!r}")
     return 0
 
@@ -320,6 +386,51 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
 
     engine = _engine(args)  # open_store upgrades
     print(f"schema at revision {current_revision(engine)}")
+    return 0
+
+
+def debris_roots(extra: list[str] | None = None) -> list[Path]:
+    """Where export staging folders appear: the app's export folder, plus any given."""
+    import platformdirs
+
+    from deid_core.protect.surrogate_map import ENV_DATA_DIR
+
+    base = os.environ.get(ENV_DATA_DIR)
+    data = Path(base) if base else platformdirs.user_data_path("deid-workbench")
+    return [data / "exports", *(Path(p) for p in extra or [])]
+
+
+STALE_IMPORT_S = 24 * 3600
+
+
+def run_db_cleanup(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from deid_core.protect.cleanup import clean_debris, find_debris
+    from deid_core.store.owner import owner_gone
+    from deid_core.store.repository import discard_import_batch, unfinished_import_batches
+
+    roots = debris_roots(args.under)
+    engine = _engine(args)
+    now = datetime.now(timezone.utc)
+    # A batch still "importing" whose process is gone (or, unknown, a day old) was killed.
+    stale = [b for b, owner, created in unfinished_import_batches(engine)
+             if owner_gone(owner) or (owner_gone(owner) is None
+                                      and (now - created).total_seconds() > STALE_IMPORT_S)]
+    if args.dry_run:
+        for path in find_debris(roots):
+            print(f"would remove {path}")
+        for batch_id in stale:
+            print(f"would discard unfinished import batch {batch_id}")
+        return 0
+    result = clean_debris(roots)
+    for path in result.removed:
+        print(f"removed {path}")
+    print(f"removed {len(result.removed)} folder(s), {result.files} file(s), {result.bytes} bytes")
+    if stale:
+        actor = _actor(args, engine)
+        n = sum(discard_import_batch(engine, batch_id, actor=actor) for batch_id in stale)
+        print(f"discarded {n} unfinished import batch(es) of killed processes")
     return 0
 
 

@@ -21,7 +21,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -655,7 +657,7 @@ def train_model(
     """Train a model on gold documents. ``progress(message, fraction)`` reports each stage."""
     config = config or TrainConfig()
     if not docs:
-        raise ModelError("cannot train a model on an empty corpus")
+        raise ModelError("cannot train a model on an empty corpus").with_code("E_EMPTY")
 
     def report(message: str, fraction: float) -> None:
         if progress is not None:
@@ -736,7 +738,9 @@ def train_model(
     features_seconds = time.perf_counter() - started
 
     params = config.crf_params()
-    with tempfile.TemporaryDirectory(prefix="deid-train-") as tmp:
+    # Host and pid in the name: deid_core.protect.cleanup removes it once this process is gone.
+    host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
+    with tempfile.TemporaryDirectory(prefix=f"deid-train-{host}-{os.getpid()}-") as tmp:
         model_file = Path(tmp) / CRF_FILE
         crf_started = time.perf_counter()
         train_crf(

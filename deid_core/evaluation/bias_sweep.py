@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deid_core.engine.model import DeidModel, ProgressFn
+from deid_core.errors import EmptyInput
 from deid_core.evaluation.metrics import char_prf, strict_prf, token_bounds, token_prf
 from deid_core.spans import Document
 
@@ -29,6 +30,9 @@ def bias_sweep(
     ``recall_target``; null when none does. Each note is encoded once.
     """
 
+    if not gold:
+        # With nothing to miss, every bias has recall 1.0 and the sweep picks the riskiest.
+        raise EmptyInput("no gold documents to sweep the bias over")
     grid = sorted(float(b) for b in biases)
     per_bias: list[list[Document]] = [[] for _ in grid]
     token_src: dict[str, Any] = {}

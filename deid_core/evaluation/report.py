@@ -13,6 +13,7 @@ from typing import Any
 from scipy.stats import spearmanr
 
 from deid_core.engine.tokenize import tokenize
+from deid_core.errors import EmptyInput
 from deid_core.evaluation.metrics import (
     LabelCounts,
     Progress,
@@ -161,6 +162,9 @@ def evaluate(
     token criterion; ``include_text`` adds span text to error examples and
     must stay off for anything that is logged.
     """
+    if not gold:
+        # Scores over nothing would read as perfect (P = R = F1 = 1.0).
+        raise EmptyInput("no gold documents to evaluate against")
     pairs = pair_documents(gold, pred)
     tokens = tokens or {}
     strict_docs: list[LabelCounts] = []

@@ -85,11 +85,22 @@ def read_brat(
     doc_id: str | None = None,
     source: str = "gold",
     allow_overlap: bool = False,
+    require_ann: bool = False,
 ) -> Document:
-    """One note; ``ann_path`` defaults to the ``.ann`` beside the ``.txt`` (missing = no spans)."""
+    """One note; ``ann_path`` defaults to the ``.ann`` beside the ``.txt``.
+
+    A missing ``.ann`` means no spans, unless ``require_ann`` (gold imports):
+    then it is an error naming the file, because a gold note without
+    annotations would be taken as reviewed and free of PHI.
+    """
     tp = Path(txt_path)
     ap = Path(ann_path) if ann_path is not None else tp.with_suffix(".ann")
     did = doc_id or tp.stem
+    if require_ann and not ap.is_file():
+        raise CorpusFormatError(
+            f"no annotation file {ap.name} for this note: a gold import needs a .ann for every"
+            " .txt (an empty .ann says the note has no PHI)", path=str(tp), doc_id=did,
+        ).with_code("E_MISSING_ANN")
     text = decode_utf8(_read_bytes(tp), str(tp))
     spans: list[Span] = []
     if ann_path is not None or ap.exists():
@@ -100,16 +111,19 @@ def read_brat(
 
 
 def read_brat_dir(
-    path: str | os.PathLike[str], *, source: str = "gold", allow_overlap: bool = False
+    path: str | os.PathLike[str], *, source: str = "gold", allow_overlap: bool = False,
+    require_ann: bool = False,
 ) -> Iterator[Document]:
     """Every ``.txt`` under a folder with its ``.ann`` (or a single ``.txt``/``.ann`` path)."""
     p = Path(path)
     if p.is_dir():
         for tp in sorted(f for f in p.rglob("*.txt") if f.is_file()):
             rel = tp.relative_to(p).with_suffix("").as_posix()
-            yield read_brat(tp, doc_id=rel, source=source, allow_overlap=allow_overlap)
+            yield read_brat(tp, doc_id=rel, source=source, allow_overlap=allow_overlap,
+                            require_ann=require_ann)
     elif p.suffix.lower() in (".txt", ".ann") and p.with_suffix(".txt").is_file():
-        yield read_brat(p.with_suffix(".txt"), source=source, allow_overlap=allow_overlap)
+        yield read_brat(p.with_suffix(".txt"), source=source, allow_overlap=allow_overlap,
+                        require_ann=require_ann)
     else:
         raise CorpusFormatError("expected a folder of .txt/.ann pairs or a .txt file", path=str(p))
 

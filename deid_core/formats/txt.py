@@ -17,8 +17,30 @@ from deid_core.errors import CorpusFormatError
 from deid_core.formats._common import MAX_NOTE_BYTES, check_size, decode_utf8
 from deid_core.spans import Document
 
-#: Total uncompressed bytes read from one zip file.
+#: Total uncompressed bytes read from one zip file (default; ``$DEID_MAX_ZIP_BYTES`` overrides).
 MAX_ZIP_BYTES = 4 * 1024 * 1024 * 1024
+ENV_MAX_ZIP_BYTES = "DEID_MAX_ZIP_BYTES"
+#: A member expanding more than this many times its compressed size is refused (a zip bomb).
+MAX_ZIP_RATIO = 100
+
+
+def max_zip_bytes() -> int:
+    raw = os.environ.get(ENV_MAX_ZIP_BYTES)
+    if not raw:
+        return MAX_ZIP_BYTES
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise CorpusFormatError(f"{ENV_MAX_ZIP_BYTES} must be a whole number of bytes") from None
+
+
+def _check_ratio(size: int, compressed: int, where: str) -> None:
+    if size > MAX_ZIP_RATIO * max(compressed, 1):
+        raise CorpusFormatError(
+            f"zip member expands {size // max(compressed, 1)}:1 ({compressed} to {size} bytes),"
+            f" more than the {MAX_ZIP_RATIO}:1 allowed; this looks like a zip bomb",
+            path=where,
+        ).with_code("E_ZIP_RATIO")
 
 
 def read_txt(path: str | os.PathLike[str], *, doc_id: str | None = None) -> Document:
@@ -46,20 +68,27 @@ def _iter_zip(p: Path, suffix: str) -> Iterator[tuple[str, str, bytes]]:
             (i for i in zf.infolist() if not i.is_dir() and i.filename.lower().endswith(suffix)),
             key=lambda i: i.filename,
         )
+        limit = max_zip_bytes()
         for info in infos:
             where = f"{p}!{info.filename}"
             check_size(info.file_size, where)
+            _check_ratio(info.file_size, info.compress_size, where)
             total += info.file_size
-            if total > MAX_ZIP_BYTES:
-                raise CorpusFormatError(f"zip holds more than {MAX_ZIP_BYTES} bytes of notes", path=str(p))
+            if total > limit:
+                raise CorpusFormatError(
+                    f"zip holds more than {limit} bytes of notes (limit: {ENV_MAX_ZIP_BYTES})",
+                    path=str(p),
+                ).with_code("E_ZIP_TOTAL")
             try:
                 with zf.open(info) as fh:
-                    data = fh.read(MAX_NOTE_BYTES + 1)
+                    # Headers can lie: read no more than the declared size allows, then check.
+                    data = fh.read(min(MAX_NOTE_BYTES, MAX_ZIP_RATIO * max(info.compress_size, 1)) + 1)
             except (zipfile.BadZipFile, EOFError, OSError, zipfile.LargeZipFile) as exc:
                 raise CorpusFormatError(
                     f"zip entry cannot be read (truncated or corrupt: {type(exc).__name__})", path=where
                 ) from None
             check_size(len(data), where)
+            _check_ratio(len(data), info.compress_size, where)
             stem = str(PurePosixPath(info.filename).with_suffix(""))
             yield where, stem, data
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from deid_core.corpus import atomic_write_text, document_from_dict
 from deid_core.engine.model import freeze_loaded_heap
-from deid_core.errors import CorpusFormatError, DeidError
+from deid_core.errors import CorpusFormatError, DeidError, ResumeMismatch
 from deid_core.protect.deidentify import Deidentifier
 from deid_core.protect.operators import patient_key_from_meta
 from deid_core.spans import Document
@@ -70,6 +70,28 @@ class BatchSettings:
     id_column: str = "id"
     text_column: str = "text"
     output_format: str = "jsonl"
+    unknown_labels: str = "error"
+    restart: bool = False  # discard partitions written with another fingerprint
+
+    def fingerprint(self) -> str:
+        """What a partition's output depends on: model, mode, bias, operators, secret id.
+
+        The model is identified by its manifest (hashes of every file), the
+        secret by its HMAC fingerprint, never by its bytes.
+        """
+        from deid_core.protect.surrogate_map import secret_fingerprint
+
+        manifest = Path(self.model_dir) / "manifest.json"
+        model_id = (hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file()
+                    else os.path.abspath(self.model_dir))
+        parts = {
+            "model": model_id, "mode": self.mode, "bias": self.bias,
+            "operators": self.operator_settings, "unknown_labels": self.unknown_labels,
+            "secret": secret_fingerprint(bytes.fromhex(self.secret_hex)),
+            "patient_key": self.patient_key, "id_column": self.id_column,
+            "text_column": self.text_column, "output_format": self.output_format,
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass
@@ -296,6 +318,7 @@ def _processor(settings: BatchSettings) -> Deidentifier:
             secret=bytes.fromhex(settings.secret_hex),
             bias=settings.bias,
             settings=json.loads(settings.operator_settings) if settings.operator_settings else None,
+            unknown_labels=settings.unknown_labels,
         )
         _PROCESSORS[key] = proc
         _LOADS[_load_key(key)] += 1
@@ -323,10 +346,15 @@ def partition_done(settings: BatchSettings, part_id: str) -> bool:
 def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str, Any]:
     """De-identify one partition and write its outputs; returns its stats (no PHI)."""
     paths = _paths(settings, spec.part_id)
+    fingerprint = settings.fingerprint()
     if paths["stats"].is_file():
         stats = json.loads(paths["stats"].read_text("utf-8"))
-        stats["skipped"] = True
-        return stats
+        if stats.get("fingerprint") == fingerprint:
+            stats["skipped"] = True
+            return stats
+        # run_batch refused or cleared mismatched partitions before starting; one that
+        # appears now was written concurrently with other settings.
+        raise ResumeMismatch(f"partition {spec.part_id} was written with other settings")
     started = time.perf_counter()
     proc = _processor(settings)
     records: list[dict[str, Any]] = []
@@ -371,10 +399,44 @@ def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str,
         "model_loads": _LOADS[_load_key(_processor_key(settings))],
         "worker_peak_rss_mb": _peak_rss_mb(),
         "skipped": False,
+        "fingerprint": fingerprint,
     }
     # Written last: its presence is what marks the partition done.
     atomic_write_text(paths["stats"], lambda fh: fh.write(json.dumps(stats, sort_keys=True)))
     return stats
+
+
+def check_resume(settings: BatchSettings) -> int:
+    """Refuse to mix partitions written with other settings into this run's output.
+
+    Each done partition's stats record the settings' fingerprint. A rerun
+    with another model, mode, bias, operators or secret would otherwise
+    reuse them and exit 0 with a mixed output. With ``settings.restart`` the
+    stale partitions (data, rejects, stats) are removed instead. Returns the
+    number of stale partitions found.
+    """
+    fingerprint = settings.fingerprint()
+    stats_dir = Path(settings.output_dir) / "_stats"
+    stale = []
+    for path in sorted(stats_dir.glob("part-*.json")) if stats_dir.is_dir() else []:
+        try:
+            recorded = json.loads(path.read_text("utf-8")).get("fingerprint")
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != fingerprint:
+            stale.append(path.name[len("part-"):-len(".json")])
+    if stale and not settings.restart:
+        raise ResumeMismatch(
+            f"{settings.output_dir}: {len(stale)} partition(s) were written with other settings"
+            " (model, mode, bias, operators or secret); use a new output folder, or --restart to"
+            " discard them"
+        )
+    for part_id in stale:
+        for fmt in OUTPUT_FORMATS:
+            (Path(settings.output_dir) / f"part-{part_id}.{fmt}").unlink(missing_ok=True)
+        (Path(settings.output_dir) / "rejects" / f"part-{part_id}.jsonl").unlink(missing_ok=True)
+        (stats_dir / f"part-{part_id}.json").unlink(missing_ok=True)  # last: it marks done
+    return len(stale)
 
 
 def _peak_rss_mb() -> float:
@@ -446,6 +508,9 @@ def run_batch(
     paths = expand_inputs(inputs)
     specs = plan_partitions(paths, partition_size)
     Path(settings.output_dir).mkdir(parents=True, exist_ok=True)
+    check_resume(settings)
+    # Fail before starting a cluster: a scheme-less model under surrogates, a bad secret, ...
+    _processor(settings)
     started = time.perf_counter()
     cluster = None
     if scheduler:

@@ -13,6 +13,7 @@ from typing import Any
 
 from deid_core.corpus import document_to_dict
 from deid_core.engine.model import DeidModel
+from deid_core.errors import UnsupportedFormat
 from deid_core.protect.leakcheck import LeakReport, check_deidentified
 from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
 from deid_core.spans import Document
@@ -56,10 +57,35 @@ class Deidentifier:
         secret: bytes,
         bias: float = 0.0,
         settings: Mapping[str, Any] | None = None,
+        unknown_labels: str = "error",
     ) -> Deidentifier:
         model = DeidModel.load(model_dir)
         ops = operator_config(lang=model.lang, scheme=model.scheme.name, mode=mode, settings=settings)
-        return cls(model, ops, secret, bias)
+        proc = cls(model, ops, secret, bias)
+        proc.check_surrogate_kinds(unknown_labels)
+        return proc
+
+    def check_surrogate_kinds(self, unknown_labels: str = "error") -> None:
+        """Refuse surrogates for labels that have no surrogate kind, unless told to tag them.
+
+        A model trained without a scheme maps every label to ``other``, and
+        ``--mode surrogate`` would silently write tags instead of surrogates.
+        """
+        if unknown_labels not in ("error", "tag"):
+            raise UnsupportedFormat("unknown_labels must be 'error' or 'tag'")
+        if unknown_labels == "tag":
+            return
+        missing = sorted(
+            label for label in self.model.scheme.names
+            if self.operators.operator_for(label).kind == "surrogate"
+            and self._generator.kind_of(label) == "other"
+        )
+        if missing:
+            raise UnsupportedFormat(
+                f"model {self.model.version} has label(s) with no surrogate kind:"
+                f" {', '.join(missing)}; give them kinds (operators 'kinds:'), train with --scheme,"
+                " or pass --unknown-labels tag to tag them instead"
+            ).with_code("E_NO_SURROGATE_KIND")
 
     def deidentify(self, doc: Document, *, patient_key: str | None) -> DeidentifiedDocument:
         pred = self.model.predict(doc, bias=self.bias)

@@ -62,6 +62,7 @@ from deid_core.formats.brat import format_ann
 from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
+from deid_core.protect.cleanup import staging_prefix
 from deid_core.protect.leakcheck import LeakReport, check_deidentified
 from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
 from deid_core.protect.surrogate_map import (
@@ -71,6 +72,7 @@ from deid_core.protect.surrogate_map import (
     secret_fingerprint,
 )
 from deid_core.spans import Document
+from deid_core.store.authz import SYSTEM, Actor, require
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
 MANIFEST_VERSION = 1
@@ -285,6 +287,7 @@ def export_corpus(
     progress: Progress | None = None,
     audit: Callable[[dict[str, Any]], None] | None = None,
     unreviewed_not_loaded: int = 0,
+    skipped_by_reviewer: int = 0,
 ) -> ExportResult:
     """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
 
@@ -306,6 +309,10 @@ def export_corpus(
         items, include_unreviewed=config.include_unreviewed, confirm_unreviewed=confirm_unreviewed
     )
     scope["skipped_unreviewed"] += unreviewed_not_loaded
+    # Every note left out, with the reason, so the manifest accounts for the whole project.
+    scope["skipped_by_reviewer"] = skipped_by_reviewer
+    scope["left_out"] = {"unreviewed": scope["skipped_unreviewed"],
+                         "skipped_by_reviewer": skipped_by_reviewer}
     report = progress or (lambda _m, _f: None)
     ops = config.operators
     gen = ops.generator(secret)
@@ -344,7 +351,8 @@ def export_corpus(
             extra["model_version"] = item.model_version
         out_docs.append(doc.with_meta(**extra))
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    # The host and pid in the name let cleanup remove it once this process is gone.
+    stage = Path(tempfile.mkdtemp(prefix=staging_prefix(target.name), dir=target.parent))
     moved = False  # once renamed, a failure (the mapping's commit) removes the new folder
     try:
         report("writing files", 0.8)
@@ -442,7 +450,7 @@ def export_project(
     *,
     secret: bytes,
     config: ExportConfig | None = None,
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     confirm_unreviewed: bool = False,
     mapping: SurrogateMapping | None = None,
     progress: Progress | None = None,
@@ -462,6 +470,7 @@ def export_project(
     from deid_core.store.engine import write_session
     from deid_core.store.repository import UNREVIEWED, count_documents, get_project
 
+    actor = require(engine, actor, "admin", "export a project")
     info = get_project(engine, project)
     if mapping is None:
         mapping = DbSurrogateMapping(engine, info.id)
@@ -482,6 +491,7 @@ def export_project(
             items, out_dir, config=config, secret=secret, mapping=mapping,
             confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
             progress=progress, audit=audit, unreviewed_not_loaded=skipped,
+            skipped_by_reviewer=count_documents(engine, project, ("skipped",)),
         )
     except (LeakDetected, ExportRefused, MappingConflict) as exc:
         with write_session(engine) as s:

@@ -27,9 +27,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from deid_core.errors import MappingConflict, NotFound, PermissionDenied
+from deid_core.errors import MappingConflict, PermissionDenied
 from deid_core.protect.surrogate_map import MappingEntry, export_mapping, normalise
 from deid_core.store.audit import record_event
+from deid_core.store.authz import Actor, actor_name
 from deid_core.store.engine import read_session, write_session
 from deid_core.store.models import SurrogateMappingRow, utcnow
 
@@ -230,19 +231,19 @@ def _collisions(session: Session, project_id: int) -> list[tuple[str, str, str]]
     return sorted(k for k, n in counts.items() if n > 1)
 
 
-def require_mapping_admin(engine: Engine, username: str | None) -> None:
-    """``PermissionDenied`` unless ``username`` is an active admin (unknown users included)."""
-    from deid_core.store.users import get_user
+def require_mapping_admin(engine: Engine, username: Actor | None) -> None:
+    """``PermissionDenied`` unless ``username`` is an active admin (or a proven local admin)."""
+    from deid_core.store.authz import require
 
-    try:
-        user = get_user(engine, username) if username else None
-    except NotFound:
-        user = None
-    if user is None or user.role != "admin" or not user.active:
+    if not username:
         raise PermissionDenied("only an active admin may export the surrogate mapping")
+    try:
+        require(engine, username, "admin", "export the surrogate mapping")
+    except PermissionDenied:
+        raise PermissionDenied("only an active admin may export the surrogate mapping") from None
 
 
-def check_mapping_export(engine: Engine, project: str, actor_username: str | None) -> int:
+def check_mapping_export(engine: Engine, project: str, actor_username: Actor | None) -> int:
     """The project's id if ``actor_username`` may export its mapping; else the refusal is
     audited (``export_mapping_refused``) and ``PermissionDenied`` raised."""
     from deid_core.store.repository import get_project
@@ -252,14 +253,15 @@ def check_mapping_export(engine: Engine, project: str, actor_username: str | Non
         require_mapping_admin(engine, actor_username)
     except PermissionDenied:
         with write_session(engine) as s:
-            record_event(s, actor_username or "unknown", "export_mapping_refused", "project", info.id,
+            record_event(s, actor_name(actor_username) if actor_username else "unknown",
+                         "export_mapping_refused", "project", info.id,
                          project_id=info.id, after={"reason": "not an active admin"})
         raise
     return info.id
 
 
 def export_surrogate_mapping(
-    engine: Engine, project: str, actor_username: str, path: str | os.PathLike[str]
+    engine: Engine, project: str, actor_username: Actor, path: str | os.PathLike[str]
 ) -> int:
     """Write ``project``'s mapping from the database as JSONL (atomically); admins only.
 
@@ -270,6 +272,6 @@ def export_surrogate_mapping(
     project_id = check_mapping_export(engine, project, actor_username)
     n = export_mapping(DbSurrogateMapping(engine, project_id), path, role="admin")
     with write_session(engine) as s:
-        record_event(s, actor_username, "export_mapping", "project", project_id, project_id=project_id,
+        record_event(s, actor_name(actor_username), "export_mapping", "project", project_id, project_id=project_id,
                      after={"entries": n, "path": os.fspath(path)})
     return n

@@ -137,14 +137,19 @@ def _kinds_table() -> dict[str, dict[str, str]]:
 
 
 def label_kinds(scheme: LabelScheme | str | None) -> dict[str, str]:
-    """Label -> surrogate kind for a scheme (by name or object)."""
-    if scheme is None:
+    """Label -> surrogate kind for a scheme (by name or object).
+
+    A scheme the kinds table does not know (a model trained without
+    ``--scheme`` names its own) gets the merged table by label name, so
+    standard labels keep their kinds; labels no table knows stay ``other``.
+    """
+    if scheme is None or (isinstance(scheme, str) and scheme not in _kinds_table()):
         merged: dict[str, str] = {}
         for table in _kinds_table().values():
             merged.update(table)
         return merged
     if isinstance(scheme, str):
-        return dict(_kinds_table().get(scheme, {}))
+        return dict(_kinds_table()[scheme])
     kinds = dict(_kinds_table().get(scheme.name, {}))
     for info in scheme.labels:
         kinds.setdefault(info.name, CATEGORY_KINDS.get(info.category, "other"))

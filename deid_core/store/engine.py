@@ -20,10 +20,12 @@ from typing import Any
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from deid_core.errors import StoreError
 from deid_core.store.config import database_url, redacted
+from deid_core.store.dberrors import translate
 
 ENV_MIGRATIONS = "DEID_MIGRATIONS_DIR"
 _WRITE = "deid_write"
@@ -146,14 +148,29 @@ def open_store(url: str | None = None, *, upgrade: bool = True, **kwargs: Any) -
 
 
 @contextmanager
+def database_errors() -> Iterator[None]:
+    """Re-raise SQLAlchemy errors as coded ``DatabaseError``s without their parameters.
+
+    ``from None`` drops the original from tracebacks: its text lists the
+    statement's parameters, which are note text.
+    """
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        translated = translate(exc)
+        assert translated is not None
+        raise translated from None
+
+
+@contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
-    with Session(engine, expire_on_commit=False) as session, session.begin():
+    with database_errors(), Session(engine, expire_on_commit=False) as session, session.begin():
         yield session
 
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
     """One transaction that commits on success and rolls back on any error."""
-    with engine.connect().execution_options(**{_WRITE: True}) as conn:
+    with database_errors(), engine.connect().execution_options(**{_WRITE: True}) as conn:
         with Session(bind=conn, expire_on_commit=False) as session, session.begin():
             yield session

@@ -14,10 +14,18 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from deid_core.corpus import iter_jsonl
-from deid_core.errors import CorpusFormatError, StoreError
+from deid_core.errors import CorpusFormatError, EmptyInput, StoreError
 from deid_core.formats import iter_txt, read_brat_dir, read_csv, read_i2b2_xml
+from deid_core.schemes import load_scheme
 from deid_core.spans import Document
-from deid_core.store.repository import ImportResult, Progress, import_documents
+from deid_core.store.authz import SYSTEM, Actor
+from deid_core.store.repository import (
+    ImportResult,
+    Progress,
+    check_import_doc,
+    get_project,
+    import_documents,
+)
 
 FORMATS = ("jsonl", "txt", "csv", "brat", "i2b2")
 #: Formats that carry no spans: importing them as gold would mark every note PHI-free.
@@ -70,23 +78,46 @@ def read_documents(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
+    require_ann: bool = False,
+    allowed_labels: frozenset[str] | None = None,
 ) -> Iterator[Document]:
-    """Stream documents from every path in the given format (errors name file, line, offset)."""
+    """Stream documents from every path in the given format (errors name file, line, offset).
+
+    Each path must hold at least one note: an empty file or folder is an
+    ``EmptyInput`` (``E_EMPTY``) naming it, not a silent empty batch.
+    """
     if fmt not in FORMATS:
         raise StoreError(f"unknown import format {fmt!r}: use one of {', '.join(FORMATS)}")
     for raw in paths:
         p = Path(raw)
         if fmt == "jsonl":
-            yield from iter_jsonl(p)
+            docs = iter_jsonl(p)
         elif fmt == "txt":
-            yield from iter_txt(p)
+            docs = iter_txt(p)
         elif fmt == "csv":
-            yield from read_csv(p, text_column=text_column, id_column=id_column,
-                                patient_column=patient_column, delimiter=delimiter)
+            docs = read_csv(p, text_column=text_column, id_column=id_column,
+                            patient_column=patient_column, delimiter=delimiter)
         elif fmt == "brat":
-            yield from read_brat_dir(p)
+            docs = read_brat_dir(p, require_ann=require_ann)
         else:
-            yield from _iter_i2b2(p, "gold")
+            docs = _iter_i2b2(p, "gold")
+        n = 0
+        for doc in docs:
+            n += 1
+            try:
+                # What the store would refuse, refused here where the file is known.
+                check_import_doc(doc, allowed_labels)
+            except CorpusFormatError as exc:
+                reason = exc.reason if exc.doc_id else f"{exc.reason} (note {n} of the file)"
+                raise CorpusFormatError(
+                    reason, path=exc.path or str(p), line=exc.line, doc_id=exc.doc_id,
+                    span_index=exc.span_index, offset=exc.offset,
+                ).with_code(exc.code) from None
+            yield doc
+        if n == 0:
+            what = {"brat": "no .txt notes (a BRAT folder needs .txt files beside the .ann files)",
+                    "csv": "no rows after the header"}.get(fmt, f"no {fmt} notes")
+            raise EmptyInput(f"nothing to import: {what}", path=str(p))
 
 
 def import_paths(
@@ -100,7 +131,7 @@ def import_paths(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     progress: Progress | None = None,
 ) -> ImportResult:
     """Import files as one all-or-nothing batch; duplicates (same sha256) are skipped and listed.
@@ -116,8 +147,11 @@ def import_paths(
             " them as gold would mark every note as free of PHI)"
         )
     ps = [Path(p) for p in paths]
+    allowed = (frozenset(load_scheme(get_project(engine, project).scheme).names)
+               if annotations == "gold" else None)
     docs = read_documents(fmt, ps, text_column=text_column, id_column=id_column,
-                          patient_column=patient_column, delimiter=delimiter)
+                          patient_column=patient_column, delimiter=delimiter,
+                          require_ann=annotations == "gold", allowed_labels=allowed)
     return import_documents(
         engine, project, docs, annotations=annotations, fmt=fmt,
         source=", ".join(str(p) for p in ps), actor=actor, progress=progress,

@@ -100,6 +100,9 @@ class ImportBatch(Base):
     created_by: Mapped[str | None] = mapped_column(String(100))
     n_documents: Mapped[int] = mapped_column(Integer, default=0)
     n_duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    #: ``importing`` while a chunked (SQLite) import runs: its notes are hidden until ``complete``.
+    status: Mapped[str] = mapped_column(String(20), default="complete", server_default="complete")
+    owner: Mapped[str | None] = mapped_column(String(100))  # host-pid of a running import
 
 
 class DocumentRow(Base):
@@ -312,3 +315,29 @@ class SurrogateMappingRow(Base):
     label: Mapped[str] = mapped_column(String(100))
     surrogate: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class StoreSetting(Base):
+    """Store-wide values (the fingerprint of the local administrators' secret, never the secret)."""
+
+    __tablename__ = "store_settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+
+
+class LoginAttempt(Base):
+    """One sign-in attempt, for throttling: who, from where, when, whether it matched. No password."""
+
+    __tablename__ = "login_attempts"
+    __table_args__ = (
+        Index("ix_login_attempts_username_at", "username", "at"),
+        Index("ix_login_attempts_client_at", "client", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(Stamp, default=utcnow)
+    username: Mapped[str] = mapped_column(String(100))
+    client: Mapped[str] = mapped_column(String(100))
+    success: Mapped[bool] = mapped_column(Boolean)

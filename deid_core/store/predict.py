@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from deid_core.errors import StoreError
 from deid_core.store.audit import record_event
+from deid_core.store.authz import SYSTEM, Actor, actor_name, require
 from deid_core.store.engine import read_session, write_session
 from deid_core.store.models import PredictionRow
 from deid_core.store.repository import (
@@ -48,7 +49,7 @@ def predict_queue(
     bias: float | None = None,
     redo: bool = False,
     limit: int | None = None,
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     progress: Progress | None = None,
 ) -> PredictQueueResult:
     """Predict every new or in-review note with the project's active model version.
@@ -58,6 +59,7 @@ def predict_queue(
     """
     from deid_core.engine.model import DeidModel  # numpy/crfsuite: only when predicting
 
+    require(engine, actor, "admin", "pre-annotate the queue")
     info = get_project(engine, project)
     mv = active_model_version(engine, project)
     if mv is None:
@@ -92,10 +94,11 @@ def predict_queue(
                 bias=use_bias, model_version_id=mv.id,
             )
 
-    record_predictions(engine, items(), progress=progress, total=todo or None, chunk_size=50)
+    record_predictions(engine, items(), progress=progress, total=todo or None, chunk_size=50,
+                       actor=actor)
     seconds = time.perf_counter() - started
     with write_session(engine) as s:
-        record_event(s, actor, "predict_queue", "project", info.id, project_id=info.id,
+        record_event(s, actor_name(actor), "predict_queue", "project", info.id, project_id=info.id,
                      after={"model_version": mv.version, "bias": use_bias,
                             "n_predicted": counts["predicted"], "n_skipped": counts["skipped"]})
     if progress is not None:

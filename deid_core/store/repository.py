@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,13 +24,14 @@ from datetime import datetime, timezone
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from deid_core.errors import (
     AlreadyExists,
     CorpusFormatError,
+    EmptyInput,
     InvalidSpan,
     NotFound,
     StoreError,
@@ -37,7 +39,8 @@ from deid_core.errors import (
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 from deid_core.store.audit import record_event
-from deid_core.store.engine import read_session, refresh_statistics, write_session
+from deid_core.store.authz import SYSTEM, Actor, check
+from deid_core.store.engine import is_sqlite, read_session, refresh_statistics, write_session
 from deid_core.store.models import (
     STATUSES,
     Annotation,
@@ -51,6 +54,7 @@ from deid_core.store.models import (
     ReviewDraft,
     utcnow,
 )
+from deid_core.store.owner import owner_tag
 
 Progress = Callable[[str, float], None]
 LANGS = ("en", "es")
@@ -288,11 +292,78 @@ def _document(s: Session, doc_id: int, *, lock: bool = False) -> DocumentRow:
     return row
 
 
+#: Column widths the library checks before writing, so no database refuses a row mid-batch.
+MAX_EXTERNAL_ID = 500
+
+
+def check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> None:
+    """Refuse what a database would refuse (or store wrongly) with a message naming the place.
+
+    NUL characters (PostgreSQL cannot store them), lone surrogates (not
+    encodable as UTF-8), over-long ids, non-finite numbers in scores or meta
+    (PostgreSQL JSON rejects NaN; SQLite stores it), and gold labels outside
+    the project's scheme.
+    """
+    where = {"doc_id": doc.id[:80]}
+    if len(doc.id) > MAX_EXTERNAL_ID:
+        # Not quoted at all: an id this long is usually note text in the wrong column.
+        raise CorpusFormatError(
+            f"a document id is {len(doc.id)} characters, more than the {MAX_EXTERNAL_ID} allowed"
+        ).with_code("E_TOO_LONG")
+    for name, value in (("document id", doc.id), ("text", doc.text)):
+        nul = value.find("\x00")
+        if nul >= 0:
+            raise CorpusFormatError(f"{name} contains a NUL character", offset=nul,
+                                    **where).with_code("E_NUL")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorpusFormatError(f"{name} contains a lone surrogate (not valid Unicode)",
+                                    offset=exc.start, **where).with_code("E_UNICODE") from None
+    for i, sp in enumerate(doc.spans):
+        if not math.isfinite(sp.score):
+            raise CorpusFormatError("span score is not a finite number", span_index=i,
+                                    offset=sp.start, **where).with_code("E_NAN")
+        if allowed_labels is not None and sp.label not in allowed_labels:
+            raise CorpusFormatError(
+                f"label {sp.label[:40]!r} is not in the project's scheme; allowed:"
+                f" {', '.join(sorted(allowed_labels))}", span_index=i, offset=sp.start, **where,
+            ).with_code("E_LABEL")
+    bad = _non_finite(doc.meta)
+    if bad is not None:
+        raise CorpusFormatError(f"meta field {bad!r} is not a finite number",
+                                **where).with_code("E_NAN")
+
+
+def _non_finite(value: Any, path: str = "meta") -> str | None:
+    """The path of the first NaN or infinity in a JSON-like value (bounded depth by the reader)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            hit = _non_finite(v, f"{path}.{k}"[:80])
+            if hit:
+                return hit
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            hit = _non_finite(v, f"{path}[{i}]"[:80])
+            if hit:
+                return hit
+    return None
+
+
+def _finite_or_none(value: float | None, what: str, doc_id: int) -> float | None:
+    if value is not None and not math.isfinite(float(value)):
+        raise StoreError(f"document {doc_id}: {what} is not a finite number").with_code("E_NAN")
+    return value
+
+
 def _check_layer(spans: Sequence[Span], n_chars: int, doc_id: int) -> None:
     where = f"document {doc_id}"
     seen: set[tuple[int, int, str]] = set()
     for span in spans:
         span.check_fits(n_chars, doc_id=where)
+        _finite_or_none(span.score, f"span {span.start}..{span.end} score", doc_id)
         if span.key in seen:
             raise InvalidSpan(f"{where}: duplicate span {span.start}..{span.end} ({span.label})")
         seen.add(span.key)
@@ -304,7 +375,7 @@ def _check_layer(spans: Sequence[Span], n_chars: int, doc_id: int) -> None:
 
 def create_project(
     engine: Engine, name: str, *, lang: str = "en", scheme: str = "i2b2_2014",
-    settings: Mapping[str, Any] | None = None, actor: str = "system",
+    settings: Mapping[str, Any] | None = None, actor: Actor = SYSTEM,
 ) -> ProjectInfo:
     if not name or len(name) > 200:
         raise StoreError("a project name must be 1-200 characters")
@@ -314,6 +385,7 @@ def create_project(
     defaults: dict[str, Any] = {"bias": 0.0, "retrain_every": 50}
     defaults.update(settings or {})
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "create a project")
         if s.scalar(select(Project.id).where(Project.name == name)) is not None:
             raise AlreadyExists(f"project {name!r} already exists")
         p = Project(name=name, lang=lang, scheme=scheme, settings=defaults, created_by=actor)
@@ -335,10 +407,11 @@ def list_projects(engine: Engine) -> list[ProjectInfo]:
 
 
 def update_project_settings(
-    engine: Engine, name: str, updates: Mapping[str, Any], *, actor: str = "system"
+    engine: Engine, name: str, updates: Mapping[str, Any], *, actor: Actor = SYSTEM
 ) -> ProjectInfo:
     """Merge ``updates`` into the settings (O-label bias, retraining policy, ...)."""
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "change project settings")
         p = _project(s, name)
         before = dict(p.settings or {})
         after = {**before, **updates}
@@ -359,12 +432,12 @@ def import_documents(
     annotations: str = "none",
     fmt: str = "jsonl",
     source: str = "",
-    actor: str = "system",
+    actor: Actor = SYSTEM,
     progress: Progress | None = None,
     total: int | None = None,
     chunk_size: int = 1000,
 ) -> ImportResult:
-    """Store a batch in ONE transaction: any error (including a reader's) stores nothing.
+    """Store a batch all or nothing: any error (including a reader's) leaves nothing visible.
 
     ``annotations``: ``"gold"`` makes the documents' spans the reviewed layer
     (status reviewed), ``"predictions"`` stores them as a prediction
@@ -372,94 +445,204 @@ def import_documents(
     ``"none"`` drops them. A note whose sha256 is already in the project (or
     earlier in the batch) is skipped and reported; an id reused for a
     different text is an error.
+
+    PostgreSQL: one transaction. SQLite has one writer at a time, so one
+    transaction would hold the write lock for the whole import and reviewers'
+    saves would time out; there the batch is marked ``importing`` (its notes
+    hidden from every listing), each chunk is committed in its own short
+    write transaction, the batch becomes ``complete`` at the end, and an error
+    deletes what the batch had written.
     """
     if annotations not in ANNOTATION_MODES:
         raise StoreError(f"annotations must be one of {', '.join(ANNOTATION_MODES)}")
-    n_imported = n_spans = n_seen = 0
-    duplicates: list[DuplicateNote] = []
+    chunked = is_sqlite(engine)
     with write_session(engine) as s:
+        who = check(s, actor, "admin", "import notes")
         proj = _project(s, project)
         batch = ImportBatch(project_id=proj.id, format=fmt, annotations=annotations,
-                            source=source[:2000], created_by=actor)
+                            source=source[:2000], created_by=who,
+                            status="importing" if chunked else "complete",
+                            owner=owner_tag() if chunked else None)
         s.add(batch)
         s.flush()
-        batch_sha: dict[str, str] = {}
-        batch_ids: set[str] = set()
-        it = iter(docs)
-        while True:
-            chunk = list(islice(it, chunk_size))
-            if not chunk:
-                break
-            n_seen += len(chunk)
-            hashes = [sha256_text(d.text) for d in chunk]
-            existing_sha = dict(
-                s.execute(
-                    select(DocumentRow.sha256, DocumentRow.external_id).where(
-                        DocumentRow.project_id == proj.id, DocumentRow.sha256.in_(set(hashes))
-                    )
-                ).all()
-            )
-            existing_ids = set(
-                s.scalars(
-                    select(DocumentRow.external_id).where(
-                        DocumentRow.project_id == proj.id,
-                        DocumentRow.external_id.in_({d.id for d in chunk}),
-                    )
-                )
-            )
-            rows: list[dict[str, Any]] = []
-            kept: list[Document] = []
-            for doc, digest in zip(chunk, hashes):
-                first = existing_sha.get(digest) or batch_sha.get(digest)
-                if first is not None:
-                    duplicates.append(DuplicateNote(doc.id, first))
-                    continue
-                if doc.id in existing_ids or doc.id in batch_ids:
-                    raise CorpusFormatError(
-                        "document id is already used in this project for a different text",
-                        doc_id=doc.id,
-                    )
-                batch_sha[digest] = doc.id
-                batch_ids.add(doc.id)
-                meta = dict(doc.meta)
-                patient = meta.get("patient_id")
-                gold = annotations == "gold"
-                lp = meta.get("logprob") if annotations == "predictions" else None
-                lpn = meta.get("logprob_per_token") if annotations == "predictions" else None
-                rows.append({
-                    "project_id": proj.id, "external_id": doc.id,
-                    "patient_id": None if patient is None else str(patient)[:200],
-                    "text": doc.text, "sha256": digest, "n_chars": len(doc.text),
-                    "batch_id": batch.id, "meta": meta,
-                    "status": "reviewed" if gold else "new",
-                    "version": 1 if gold else 0, "updated_by": actor,
-                    "logprob": lp if isinstance(lp, (int, float)) else None,
-                    "logprob_norm": lpn if isinstance(lpn, (int, float)) else None,
-                })
-                kept.append(doc)
-            if rows:
-                # Core inserts (not ORM bulk): a third of the time on 10,000 notes.
-                doc_table = DocumentRow.__table__
-                ids = s.connection().execute(
-                    insert(doc_table).returning(doc_table.c.id, sort_by_parameter_order=True),
-                    rows,
-                ).scalars().all()
-                n_spans += _store_import_layers(s, kept, ids, rows, annotations, actor)
-                n_imported += len(rows)
-            if progress is not None:
-                frac = min(n_seen / total, 1.0) if total else 0.0
-                progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", frac)
-        batch.n_documents = n_imported
-        batch.n_duplicates = len(duplicates)
-        record_event(s, actor, "import", "import_batch", batch.id, project_id=proj.id,
-                     after={"format": fmt, "annotations": annotations, "n_documents": n_imported,
-                            "n_duplicates": len(duplicates), "n_spans": n_spans})
-        result = ImportResult(batch.id, n_imported, n_spans, tuple(duplicates))
-    if n_imported >= ANALYZE_AFTER_ROWS:
+        state = _ImportState(proj.id, batch.id, annotations, who,
+                             frozenset(load_scheme(proj.scheme).names) if annotations == "gold"
+                             else None)
+        if not chunked:
+            _import_all(s, state, docs, chunk_size, progress, total, source=source)
+            _finish_import(s, state, fmt, source)
+    if chunked:
+        try:
+            _import_all(None, state, docs, chunk_size, progress, total, engine=engine,
+                        actor=actor, source=source)
+            with write_session(engine) as s:
+                _finish_import(s, state, fmt, source)
+        except BaseException:
+            discard_import_batch(engine, state.batch_id, actor=actor)
+            raise
+    if state.n_imported >= ANALYZE_AFTER_ROWS:
         refresh_statistics(engine, ("documents", "predictions", "annotations"))
     if progress is not None:
-        progress(f"imported {n_imported} notes, {len(duplicates)} duplicates", 1.0)
-    return result
+        progress(f"imported {state.n_imported} notes, {len(state.duplicates)} duplicates", 1.0)
+    return ImportResult(state.batch_id, state.n_imported, state.n_spans, tuple(state.duplicates))
+
+
+@dataclass
+class _ImportState:
+    project_id: int
+    batch_id: int
+    annotations: str
+    actor: str
+    allowed: frozenset[str] | None
+    batch_sha: dict[str, str] = field(default_factory=dict)
+    batch_ids: set[str] = field(default_factory=set)
+    duplicates: list[DuplicateNote] = field(default_factory=list)
+    n_seen: int = 0
+    n_imported: int = 0
+    n_spans: int = 0
+
+
+def _import_all(
+    s: Session | None, state: _ImportState, docs: Iterable[Document], chunk_size: int,
+    progress: Progress | None, total: int | None, *, engine: Engine | None = None,
+    actor: Actor = SYSTEM, source: str = "",
+) -> None:
+    """Read, check and insert chunk by chunk: in ``s``, or (``s`` None) one short write
+    transaction per chunk on ``engine``, with reading and hashing outside it."""
+    it = iter(docs)
+    while True:
+        chunk = list(islice(it, chunk_size))
+        if not chunk:
+            break
+        state.n_seen += len(chunk)
+        for d in chunk:
+            check_import_doc(d, state.allowed)
+        hashes = [sha256_text(d.text) for d in chunk]
+        if s is not None:
+            _import_chunk(s, state, chunk, hashes)
+        else:
+            assert engine is not None
+            with write_session(engine) as cs:
+                check(cs, actor, "admin", "import notes")  # a demotion stops a running import
+                _import_chunk(cs, state, chunk, hashes)
+        if progress is not None:
+            frac = min(state.n_seen / total, 1.0) if total else 0.0
+            progress(f"imported {state.n_imported} notes, {len(state.duplicates)} duplicates",
+                     frac)
+    if state.n_seen == 0:
+        # An empty batch row would read as a successful import of nothing.
+        raise EmptyInput(f"nothing to import: no notes in {source or 'the input'}",
+                         path=source or None)
+
+
+def _import_chunk(s: Session, state: _ImportState, chunk: list[Document], hashes: list[str]) -> None:
+    existing_sha, existing_ids = _existing_keys(s, state.project_id, hashes,
+                                                {d.id for d in chunk})
+    gold = state.annotations == "gold"
+    rows: list[dict[str, Any]] = []
+    kept: list[Document] = []
+    for doc, digest in zip(chunk, hashes):
+        first = existing_sha.get(digest) or state.batch_sha.get(digest)
+        if first is not None:
+            state.duplicates.append(DuplicateNote(doc.id, first))
+            continue
+        if doc.id in existing_ids or doc.id in state.batch_ids:
+            raise CorpusFormatError(
+                "document id is already used in this project for a different text",
+                doc_id=doc.id,
+            )
+        state.batch_sha[digest] = doc.id
+        state.batch_ids.add(doc.id)
+        meta = dict(doc.meta)
+        patient = meta.get("patient_id")
+        lp = meta.get("logprob") if state.annotations == "predictions" else None
+        lpn = meta.get("logprob_per_token") if state.annotations == "predictions" else None
+        rows.append({
+            "project_id": state.project_id, "external_id": doc.id,
+            "patient_id": None if patient is None else str(patient)[:200],
+            "text": doc.text, "sha256": digest, "n_chars": len(doc.text),
+            "batch_id": state.batch_id, "meta": meta,
+            "status": "reviewed" if gold else "new",
+            "version": 1 if gold else 0, "updated_by": state.actor,
+            "logprob": lp if isinstance(lp, (int, float)) else None,
+            "logprob_norm": lpn if isinstance(lpn, (int, float)) else None,
+        })
+        kept.append(doc)
+    if rows:
+        # Core inserts (not ORM bulk): a third of the time on 10,000 notes.
+        doc_table = DocumentRow.__table__
+        ids = s.connection().execute(
+            insert(doc_table).returning(doc_table.c.id, sort_by_parameter_order=True),
+            rows,
+        ).scalars().all()
+        state.n_spans += _store_import_layers(s, kept, ids, rows, state.annotations, state.actor)
+        state.n_imported += len(rows)
+
+
+def _finish_import(s: Session, state: _ImportState, fmt: str, source: str) -> None:
+    batch = s.get(ImportBatch, state.batch_id)
+    assert batch is not None
+    batch.n_documents = state.n_imported
+    batch.n_duplicates = len(state.duplicates)
+    batch.status, batch.owner = "complete", None
+    record_event(s, state.actor, "import", "import_batch", state.batch_id,
+                 project_id=state.project_id,
+                 after={"format": fmt, "annotations": state.annotations,
+                        "n_documents": state.n_imported,
+                        "n_duplicates": len(state.duplicates), "n_spans": state.n_spans})
+
+
+def discard_import_batch(engine: Engine, batch_id: int, *, actor: Actor = SYSTEM) -> bool:
+    """Delete an unfinished batch and everything it wrote (its notes were never visible).
+
+    Returns False for a batch that is complete or gone (nothing is deleted).
+    """
+    with write_session(engine) as s:
+        who = check(s, actor, "admin", "discard an unfinished import")
+        row = s.execute(select(ImportBatch.status, ImportBatch.project_id)
+                        .where(ImportBatch.id == batch_id)).first()
+        if row is None or row.status == "complete":
+            return False
+        record_event(s, who, "import.discarded", "import_batch", batch_id,
+                     project_id=row.project_id)
+        docs = select(DocumentRow.id).where(DocumentRow.batch_id == batch_id)
+        s.execute(delete(Annotation).where(Annotation.document_id.in_(docs)))
+        s.execute(delete(PredictionRow).where(PredictionRow.document_id.in_(docs)))
+        s.execute(delete(DocumentRow).where(DocumentRow.batch_id == batch_id))
+        s.execute(delete(ImportBatch).where(ImportBatch.id == batch_id))
+    return True
+
+
+def unfinished_import_batches(engine: Engine) -> list[tuple[int, str | None, datetime]]:
+    """``(batch id, owner, created_at)`` of batches still marked importing."""
+    with read_session(engine) as s:
+        return [(i, o, _now(c)) for i, o, c in s.execute(
+            select(ImportBatch.id, ImportBatch.owner, ImportBatch.created_at)
+            .where(ImportBatch.status != "complete").order_by(ImportBatch.id))]
+
+
+def _visible() -> Any:
+    """Notes of unfinished (chunked SQLite) imports are hidden from every listing."""
+    unfinished = select(ImportBatch.id).where(ImportBatch.status != "complete")
+    return or_(DocumentRow.batch_id.is_(None), DocumentRow.batch_id.not_in(unfinished))
+
+
+def _existing_keys(
+    s: Session, project_id: int, hashes: Sequence[str], ids: set[str]
+) -> tuple[dict[str, str], set[str]]:
+    """Texts (sha256 -> external id) and ids already in the project, for one import chunk.
+
+    A concurrent import can commit the same note after this read; the unique
+    constraints then refuse the insert and the batch rolls back with a coded
+    ``E_DB_UNIQUE`` error (see ``dberrors``).
+    """
+    existing_sha = dict(s.execute(
+        select(DocumentRow.sha256, DocumentRow.external_id).where(
+            DocumentRow.project_id == project_id, DocumentRow.sha256.in_(set(hashes)))).all())
+    existing_ids = set(s.scalars(
+        select(DocumentRow.external_id).where(
+            DocumentRow.project_id == project_id, DocumentRow.external_id.in_(ids))))
+    return existing_sha, existing_ids
 
 
 def _bulk_insert(s: Session, table: Any, rows: list[dict[str, Any]]) -> None:
@@ -566,7 +749,7 @@ def review_queue(
 
         def base(status: str) -> Any:
             q = select(*_QUEUE_COLUMNS).where(
-                DocumentRow.project_id == proj.id, DocumentRow.status == status
+                DocumentRow.project_id == proj.id, DocumentRow.status == status, _visible()
             )
             if assigned_to is not None:
                 q = q.where(DocumentRow.assigned_to == assigned_to)
@@ -580,7 +763,7 @@ def review_queue(
                 select(*_QUEUE_COLUMNS, QueueScore.score)
                 .join(QueueScore, QueueScore.document_id == DocumentRow.id)
                 .where(QueueScore.project_id == proj.id, QueueScore.strategy == strategy,
-                       DocumentRow.status.in_(list(statuses)))
+                       DocumentRow.status.in_(list(statuses)), _visible())
                 .order_by(QueueScore.score.desc(), DocumentRow.id)
                 .offset(offset).limit(limit)
             )
@@ -618,7 +801,8 @@ def status_counts(engine: Engine, project: str) -> dict[str, int]:
     with read_session(engine) as s:
         proj = _project(s, project)
         rows = s.execute(
-            select(DocumentRow.status, func.count()).where(DocumentRow.project_id == proj.id)
+            select(DocumentRow.status, func.count())
+            .where(DocumentRow.project_id == proj.id, _visible())
             .group_by(DocumentRow.status)
         ).all()
     counts = dict.fromkeys(STATUSES, 0)
@@ -628,13 +812,14 @@ def status_counts(engine: Engine, project: str) -> dict[str, int]:
 
 def set_queue_scores(
     engine: Engine, project: str, strategy: str, scores: Mapping[int, float], *,
-    model_version: str | None = None, actor: str = "system",
+    model_version: str | None = None, actor: Actor = SYSTEM,
 ) -> int:
     """Replace one strategy's scores for a project (the active-learning ordering hook)."""
     if not strategy or ":" in strategy:
         raise StoreError("a strategy name must be non-empty and contain no ':'")
     now = utcnow()
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "set queue scores")
         proj = _project(s, project)
         s.execute(delete(QueueScore).where(QueueScore.project_id == proj.id,
                                            QueueScore.strategy == strategy))
@@ -657,7 +842,8 @@ def find_document(engine: Engine, project: str, external_id: str) -> int:
     with read_session(engine) as s:
         proj = _project(s, project)
         doc_id = s.scalar(select(DocumentRow.id).where(
-            DocumentRow.project_id == proj.id, DocumentRow.external_id == external_id))
+            DocumentRow.project_id == proj.id, DocumentRow.external_id == external_id,
+            _visible()))
     if doc_id is None:
         raise NotFound(f"project {project!r} has no document {external_id!r}")
     return int(doc_id)
@@ -715,12 +901,20 @@ def get_document(engine: Engine, doc_id: int) -> DocumentLayers:
         )
 
 
-def set_status(engine: Engine, doc_id: int, status: str, *, actor: str = "system") -> None:
+def set_status(engine: Engine, doc_id: int, status: str, *, actor: Actor = SYSTEM) -> None:
     """Mark a document skipped, or put it back to new; ``reviewed`` comes only from a save."""
     if status not in ("new", "skipped", "in_review"):
         raise StoreError(f"status {status!r} cannot be set directly")
     with write_session(engine) as s:
+        actor = check(s, actor, "reviewer", "change a note's status")
         d = _document(s, doc_id, lock=True)
+        if d.version > 0 or d.status == "reviewed":
+            # Skipping (or resetting) a reviewed note would drop a reviewed layer out of
+            # every export while the manifest still counted it as reviewed.
+            raise StoreError(
+                f"document {doc_id} has been reviewed (version {d.version}): skip applies only to"
+                " unreviewed notes; review it again to change it"
+            ).with_code("E_REVIEWED")
         before = {"status": d.status, "assigned_to": d.assigned_to}
         d.status = status
         if status == "new":
@@ -731,7 +925,7 @@ def set_status(engine: Engine, doc_id: int, status: str, *, actor: str = "system
 
 
 def claim_next(
-    engine: Engine, project: str, reviewer: str, *, order: str = "logprob", resume: bool = True,
+    engine: Engine, project: str, reviewer: Actor, *, order: str = "logprob", resume: bool = True,
 ) -> DocumentLayers | None:
     """Assign the next unassigned new document to ``reviewer``; two reviewers never get the same one.
 
@@ -744,6 +938,7 @@ def claim_next(
         raise StoreError(f"unknown queue order {order!r}")
     claimed: int | None = None
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "claim a note")
         proj = _project(s, project)
         if resume:
             claimed = s.scalar(
@@ -758,7 +953,7 @@ def claim_next(
                    "id": DocumentRow.id}[order]
             free = select(DocumentRow.id).where(
                 DocumentRow.project_id == proj.id, DocumentRow.status == "new",
-                DocumentRow.assigned_to.is_(None))
+                DocumentRow.assigned_to.is_(None), _visible())
             # Scored documents first, through the queue index; unpredicted ones after.
             candidate = s.scalar(
                 free.where(col.is_not(None)).order_by(col, DocumentRow.id).limit(1)
@@ -787,9 +982,10 @@ def claim_next(
     return get_document(engine, claimed)
 
 
-def release(engine: Engine, doc_id: int, reviewer: str) -> bool:
+def release(engine: Engine, doc_id: int, reviewer: Actor) -> bool:
     """Give a claimed, unsaved document back to the queue."""
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "release a note")
         d = _document(s, doc_id, lock=True)
         if d.status != "in_review" or d.assigned_to != reviewer:
             return False
@@ -853,6 +1049,7 @@ def save_review(
     started = _aware(started_at)
     duration = (finished - started).total_seconds() if started is not None else None
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "save a review")
         d = _document(s, doc_id)
         _check_layer(layer, d.n_chars, doc_id)
         res = s.execute(
@@ -949,7 +1146,7 @@ def list_drafts(
 
 
 def autosave_draft(
-    engine: Engine, doc_id: int, author: str, spans: Iterable[Span], base_version: int
+    engine: Engine, doc_id: int, author: Actor, spans: Iterable[Span], base_version: int
 ) -> int:
     """Keep a reviewer's unsaved layer of a note (one open autosave per note and author).
 
@@ -959,6 +1156,7 @@ def autosave_draft(
     """
     layer = sort_spans(spans)
     with write_session(engine) as s:
+        author = check(s, author, "reviewer", "autosave a draft")
         d = _document(s, doc_id)
         _check_layer(layer, d.n_chars, doc_id)
         row = s.scalar(select(ReviewDraft).where(
@@ -976,13 +1174,14 @@ def autosave_draft(
         return int(row.id)
 
 
-def reopen(engine: Engine, doc_id: int, reviewer: str) -> bool:
+def reopen(engine: Engine, doc_id: int, reviewer: Actor) -> bool:
     """Take back a note this reviewer just accepted: in review again, assigned to them.
 
     Its saved versions stay in the history; the next save makes a new version.
     Refused (``False``) when someone else saved it since or holds it.
     """
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "reopen a note")
         d = _document(s, doc_id, lock=True)
         if d.status == "in_review" and d.assigned_to == reviewer:
             return True
@@ -995,9 +1194,10 @@ def reopen(engine: Engine, doc_id: int, reviewer: str) -> bool:
         return True
 
 
-def discard_draft(engine: Engine, draft_id: int, *, actor: str) -> None:
+def discard_draft(engine: Engine, draft_id: int, *, actor: Actor) -> None:
     """Close a draft without applying it (it stays in the table, marked resolved)."""
     with write_session(engine) as s:
+        actor = check(s, actor, "reviewer", "discard a draft")
         r = s.get(ReviewDraft, draft_id)
         if r is None:
             raise NotFound(f"no draft {draft_id}")
@@ -1010,7 +1210,7 @@ def discard_draft(engine: Engine, draft_id: int, *, actor: str) -> None:
 
 def record_predictions(
     engine: Engine, items: Iterable[PredictionInput], *, progress: Progress | None = None,
-    total: int | None = None, chunk_size: int = 200,
+    total: int | None = None, chunk_size: int = 200, actor: Actor = SYSTEM,
 ) -> int:
     """Store predictions and copy their log-probabilities onto the documents for the queue.
 
@@ -1024,6 +1224,7 @@ def record_predictions(
         if not chunk:
             break
         with write_session(engine) as s:
+            check(s, actor, "admin", "store predictions")
             lengths = dict(s.execute(select(DocumentRow.id, DocumentRow.n_chars)
                                      .where(DocumentRow.id.in_({p.doc_id for p in chunk}))).all())
             rows = []
@@ -1032,6 +1233,9 @@ def record_predictions(
                     raise NotFound(f"no document with id {p.doc_id}")
                 for sp in p.spans:
                     sp.check_fits(lengths[p.doc_id], doc_id=f"document {p.doc_id}")
+                    _finite_or_none(sp.score, f"span {sp.start}..{sp.end} score", p.doc_id)
+                _finite_or_none(p.logprob, "logprob", p.doc_id)
+                _finite_or_none(p.logprob_norm, "logprob_norm", p.doc_id)
                 norm = p.logprob_norm
                 if norm is None and p.logprob is not None and p.n_tokens:
                     norm = p.logprob / p.n_tokens
@@ -1071,7 +1275,7 @@ def unreviewed_documents(
             rows = list(s.scalars(
                 select(DocumentRow).where(DocumentRow.project_id == proj.id,
                                           DocumentRow.status.in_(UNREVIEWED),
-                                          DocumentRow.id > last)
+                                          DocumentRow.id > last, _visible())
                 .order_by(DocumentRow.id).limit(batch_size)))
         if not rows:
             return
@@ -1084,7 +1288,8 @@ def count_documents(engine: Engine, project: str, statuses: Sequence[str] = STAT
     with read_session(engine) as s:
         proj = _project(s, project)
         return int(s.scalar(select(func.count()).select_from(DocumentRow).where(
-            DocumentRow.project_id == proj.id, DocumentRow.status.in_(list(statuses)))) or 0)
+            DocumentRow.project_id == proj.id, DocumentRow.status.in_(list(statuses)),
+            _visible())) or 0)
 
 
 # ----------------------------------------------------------------- reviewed corpus
@@ -1101,7 +1306,8 @@ def reviewed_corpus(
             docs = list(s.scalars(
                 select(DocumentRow).where(DocumentRow.project_id == proj.id,
                                           DocumentRow.status == "reviewed",
-                                          DocumentRow.version > 0, DocumentRow.id > last)
+                                          DocumentRow.version > 0, DocumentRow.id > last,
+                                          _visible())
                 .order_by(DocumentRow.id).limit(batch_size)))
             if not docs:
                 return
@@ -1131,9 +1337,10 @@ def _mv_info(s: Session, m: ModelVersion, project: str) -> ModelVersionInfo:
 def register_model_version(
     engine: Engine, project: str, *, version: str, artifact_path: str, n_train_docs: int = 0,
     hyperparams: Mapping[str, Any] | None = None, metrics: Mapping[str, Any] | None = None,
-    parent: str | None = None, activate: bool = False, actor: str = "system",
+    parent: str | None = None, activate: bool = False, actor: Actor = SYSTEM,
 ) -> ModelVersionInfo:
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "register a model version")
         proj = _project(s, project)
         if s.scalar(select(ModelVersion.id).where(ModelVersion.project_id == proj.id,
                                                   ModelVersion.version == version)) is not None:
@@ -1172,9 +1379,10 @@ def _activate(s: Session, project_id: int, m: ModelVersion, actor: str) -> None:
 
 
 def activate_model_version(
-    engine: Engine, project: str, version: str, *, actor: str = "system"
+    engine: Engine, project: str, version: str, *, actor: Actor = SYSTEM
 ) -> ModelVersionInfo:
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "activate a model version")
         proj = _project(s, project)
         m = s.scalar(select(ModelVersion).where(ModelVersion.project_id == proj.id,
                                                 ModelVersion.version == version))

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from deid_core.errors import AlreadyExists, NotFound, StoreError
 from deid_core.store.audit import record_event
+from deid_core.store.authz import SYSTEM, Actor, Principal, check
 from deid_core.store.engine import read_session, write_session
 from deid_core.store.models import ROLES, User, utcnow
 
@@ -52,7 +53,7 @@ def _check_role(role: str) -> None:
 
 
 def create_user(
-    engine: Engine, username: str, password: str, *, role: str = "reviewer", actor: str = "system"
+    engine: Engine, username: str, password: str, *, role: str = "reviewer", actor: Actor = SYSTEM
 ) -> UserInfo:
     if not _USERNAME.match(username):
         raise StoreError(
@@ -63,6 +64,7 @@ def create_user(
     _check_password(password)
     hashed = _HASHER.hash(password)
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "create a user")
         if s.scalar(select(User.id).where(User.username == username)) is not None:
             raise AlreadyExists(f"user {username!r} already exists")
         user = User(username=username, password_hash=hashed, role=role, active=True)
@@ -92,9 +94,10 @@ def list_users(engine: Engine, *, include_inactive: bool = True) -> list[UserInf
         return [_info(u) for u in s.scalars(q)]
 
 
-def set_active(engine: Engine, username: str, active: bool, *, actor: str = "system") -> UserInfo:
+def set_active(engine: Engine, username: str, active: bool, *, actor: Actor = SYSTEM) -> UserInfo:
     """Deactivate (or reactivate) an account; nothing the user did is touched."""
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "activate or deactivate a user")
         user = _get(s, username)
         before = {"active": user.active}
         user.active = active
@@ -104,13 +107,14 @@ def set_active(engine: Engine, username: str, active: bool, *, actor: str = "sys
         return _info(user)
 
 
-def deactivate_user(engine: Engine, username: str, *, actor: str = "system") -> UserInfo:
+def deactivate_user(engine: Engine, username: str, *, actor: Actor = SYSTEM) -> UserInfo:
     return set_active(engine, username, False, actor=actor)
 
 
-def set_role(engine: Engine, username: str, role: str, *, actor: str = "system") -> UserInfo:
+def set_role(engine: Engine, username: str, role: str, *, actor: Actor = SYSTEM) -> UserInfo:
     _check_role(role)
     with write_session(engine) as s:
+        actor = check(s, actor, "admin", "change a role")
         user = _get(s, username)
         before = {"role": user.role}
         user.role = role
@@ -118,10 +122,13 @@ def set_role(engine: Engine, username: str, role: str, *, actor: str = "system")
         return _info(user)
 
 
-def reset_password(engine: Engine, username: str, password: str, *, actor: str = "system") -> None:
+def reset_password(engine: Engine, username: str, password: str, *, actor: Actor = SYSTEM) -> None:
     _check_password(password)
     hashed = _HASHER.hash(password)
     with write_session(engine) as s:
+        # Anyone active may change their own password; only an admin may set someone else's.
+        own = not isinstance(actor, Principal) and str(actor) == username
+        actor = check(s, actor, "reviewer" if own else "admin", "reset a password")
         user = _get(s, username)
         user.password_hash = hashed
         user.password_changed_at = utcnow()

@@ -20,13 +20,14 @@ def ensure_first_admin(engine: Engine, *, out: Any = None) -> str | None:
     file or the database (only its argon2 hash is stored). Returns it, or
     ``None`` when users already exist.
     """
+    from deid_core.store.authz import SYSTEM
     from deid_core.store.users import create_user, list_users
 
     if list_users(engine):
         return None
     password = secrets.token_urlsafe(12)
     try:
-        create_user(engine, FIRST_ADMIN, password, role="admin", actor="system")
+        create_user(engine, FIRST_ADMIN, password, role="admin", actor=SYSTEM)
     except AlreadyExists:
         return None  # another process won the race and printed its own password
     stream = out if out is not None else sys.stdout

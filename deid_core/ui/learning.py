@@ -104,6 +104,7 @@ def retrain_project(
         summary["repredicted"] = predict_unreviewed(
             engine, project, result.model, model_version=mv.version, model_version_id=mv.id,
             bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.85, 1.0),
+            actor=actor,
         )
     if progress is not None:
         progress(result.decision.reason, 1.0)
@@ -123,7 +124,7 @@ def activate_and_repredict(
     model = DeidModel.load(mv.artifact_path)
     bias = float(repo.get_project(engine, project).settings.get("bias", 0.0))
     return predict_unreviewed(engine, project, model, model_version=mv.version,
-                              model_version_id=mv.id, bias=bias, progress=progress)
+                              model_version_id=mv.id, bias=bias, progress=progress, actor=actor)
 
 
 def order_queue_by_strategy(

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from deid_core.store import repository as repo
+from deid_core.store.authz import SYSTEM, Actor
 from deid_core.store.engine import read_session
 from deid_core.store.models import DocumentRow, PredictionRow
 from deid_core.store.repository import PredictionInput, QueueRow
@@ -138,8 +139,12 @@ def predict_unreviewed(
     bias: float,
     progress: Progress | None = None,
     batch_size: int = 100,
+    actor: Actor = SYSTEM,
 ) -> int:
-    """Re-predict every unreviewed note with ``model`` at ``bias`` and store it (chunked)."""
+    """Re-predict every unreviewed note with ``model`` at ``bias`` and store it (chunked).
+
+    ``actor`` (an admin) is checked by the store; ``SYSTEM`` is in-process code (the demo).
+    """
     total = repo.count_documents(engine, project, statuses=repo.UNREVIEWED)
     done = 0
 
@@ -158,7 +163,7 @@ def predict_unreviewed(
     # Materialise first: the reader streams in its own transactions, and SQLite
     # would otherwise hold a read open while the writer commits chunks.
     pending = list(items())
-    n = repo.record_predictions(engine, pending, total=len(pending))
+    n = repo.record_predictions(engine, pending, total=len(pending), actor=actor)
     if progress is not None:
         progress(f"stored {n} predictions", 1.0)
     return n
@@ -169,10 +174,12 @@ def _claim(engine: Engine, project_id: int, doc_id: int, reviewer: str) -> bool:
     from sqlalchemy import update
 
     from deid_core.store.audit import record_event
+    from deid_core.store.authz import check
     from deid_core.store.engine import write_session
     from deid_core.store.models import utcnow
 
     with write_session(engine) as s:
+        reviewer = check(s, reviewer, "reviewer", "claim a note")
         res = s.execute(
             update(DocumentRow)
             .where(DocumentRow.id == doc_id, DocumentRow.project_id == project_id,

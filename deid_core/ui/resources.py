@@ -15,17 +15,24 @@ from typing import Any
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from deid_core.ui import boundary
 from deid_core.ui.bootstrap import ensure_first_admin
 from deid_core.ui.session import SessionUser, can_open, take_flash
 
 log = logging.getLogger(__name__)
+# Every page imports this module: the error boundary holds even when a page runs on its own.
+boundary.install()
 
 @st.cache_resource(show_spinner=False)
 def get_engine(url: str | None) -> Engine:
+    from deid_core.protect.cleanup import clean_debris
     from deid_core.store.engine import open_store
+    from deid_core.ui.exporting import data_dir
 
     engine = open_store(url)
     ensure_first_admin(engine)
+    # Once per process: what a killed export or training run left behind.
+    clean_debris([data_dir() / "exports"])
     return engine
 
 
