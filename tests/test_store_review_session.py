@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from people import add_users
 
 from deid_core.errors import InvalidSpan
 from deid_core.spans import Document, Span
@@ -17,6 +18,7 @@ TEXT = "Seen by Dr. Ann Lee on 09/14/2067."
 
 @pytest.fixture
 def doc(store):
+    add_users(store, reviewers=("rita", "sam"))
     repo.create_project(store, "p")
     repo.import_documents(store, "p", [Document("n1", TEXT)])
     layers = repo.claim_next(store, "p", "rita")
