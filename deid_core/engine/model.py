@@ -36,6 +36,14 @@ from typing import Any
 import numpy as np
 import yaml
 
+from deid_core.engine.charcrf import (
+    EMPTY_CHARS,
+    CharCRFConfig,
+    CharEncoded,
+    CharTagger,
+    resolve,
+    train_char_crf,
+)
 from deid_core.engine.crf import CRFParams, CRFWeights, read_weights, train_crf
 from deid_core.engine.decoder import (
     EmissionScorer,
@@ -78,6 +86,7 @@ TRAINING_FILE = "training.json"
 METRICS_FILE = "metrics.json"
 RULES_FILE = "rules.yaml"
 FILTERS_FILE = "filters.yaml"
+CHARCRF_FILE = "charcrf.crfsuite"  # optional: the character CRF (paper 000)
 REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
 
 
@@ -113,6 +122,8 @@ class TrainConfig:
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0
+    #: The character-level CRF trained beside the token CRF (None: none).
+    charcrf: CharCRFConfig | None = None
 
     def crf_params(self) -> CRFParams:
         return CRFParams(**{f.name: getattr(self, f.name) for f in fields(CRFParams)})
@@ -121,7 +132,7 @@ class TrainConfig:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, FeatureConfig):
+            if isinstance(value, FeatureConfig | CharCRFConfig):
                 value = value.to_dict()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -134,6 +145,8 @@ class TrainConfig:
         kwargs = {k: v for k, v in raw.items() if k in known}
         if isinstance(kwargs.get("features"), dict):
             kwargs["features"] = FeatureConfig.from_dict(kwargs["features"])
+        if isinstance(kwargs.get("charcrf"), dict):
+            kwargs["charcrf"] = CharCRFConfig.from_dict(kwargs["charcrf"])
         if "word_lists" in kwargs:
             kwargs["word_lists"] = tuple(kwargs["word_lists"])
         return cls(**kwargs)
@@ -152,6 +165,7 @@ class Encoded:
     log_z: np.ndarray  # (n_sequences,)
     rule_spans: tuple[Span, ...]  # matches of rules mapped to a scheme label, ready to merge
     parts: PartTerms  # for log P(labels of each tokenizer sentence | note)
+    chars: CharEncoded = EMPTY_CHARS  # the character CRF's windows, when the model has one
 
 
 @dataclass(frozen=True)
@@ -323,6 +337,7 @@ class DeidModel:
         weights: CRFWeights | None = None,
         rules_text: str | None = None,
         filters_text: str | None = None,
+        charcrf_bytes: bytes | None = None,
     ) -> None:
         self.lang = lang
         self.scheme = scheme
@@ -347,6 +362,9 @@ class DeidModel:
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
         self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
+        self.char: CharTagger | None = None
+        if charcrf_bytes is not None:
+            self.char = CharTagger(charcrf_bytes, config.charcrf or CharCRFConfig())
         # The rule and filter files are part of the model: the CRF learned weights
         # for these rules' matches, so a later edit of the built-in files must not
         # change what a trained model sees.
@@ -390,7 +408,14 @@ class DeidModel:
         marginals, log_z, parts = forward_backward_parts(
             emissions, seqs, self.weights.transitions, tok.sentences
         )
-        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts)
+        chars = EMPTY_CHARS
+        if self.char is not None:
+            chars = self.char.encode(doc.text, tok.tokens, raw_rules, marginals, self._known_word)
+        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts, chars)
+
+    def _known_word(self, word: str) -> bool:
+        """Whether the token CRF saw ``word`` in training (its ``0:w=`` attribute has a weight)."""
+        return f"0:w={word.lower()}" in self._scorer.ids
 
     def decode(self, encoded: Encoded, bias: float = 0.0) -> Prediction:
         """Spans at ``bias`` (added to the O score at every token; ``< 0`` favours recall)."""
@@ -400,7 +425,12 @@ class DeidModel:
                 encoded.emissions, encoded.sentences, self.weights.transitions,
                 bias=float(bias), o_index=self.o_index,
             )
-        return self._prediction(encoded, path, float(bias))
+        return self._prediction(encoded, path, float(bias), char_path=self._char_path(encoded, bias))
+
+    def _char_path(self, encoded: Encoded, bias: float) -> np.ndarray | None:
+        if self.char is None or not encoded.chars.windows:
+            return None
+        return self.char.path(encoded.chars, float(bias))
 
     def decode_many(self, encoded: Encoded, biases: Sequence[float]) -> list[Prediction]:
         """Predictions at several biases, re-decoding only sentences whose path can change."""
@@ -424,9 +454,12 @@ class DeidModel:
         memo: dict[Span, Span | None] = {}
         out = []
         for path, b in zip(paths, biases):
-            key = path.tobytes()
+            char_path = self._char_path(encoded, b)
+            key = path.tobytes() + (b"|" + char_path.tobytes() if char_path is not None else b"")
             if key not in done:
-                done[key] = self._prediction(encoded, path if encoded.tokens else None, float(b), memo)
+                done[key] = self._prediction(
+                    encoded, path if encoded.tokens else None, float(b), memo, char_path=char_path
+                )
             out.append(replace(done[key], bias=float(b)))
         return out
 
@@ -436,6 +469,7 @@ class DeidModel:
         path: np.ndarray | None,
         bias: float,
         filter_memo: dict[Span, Span | None] | None = None,
+        char_path: np.ndarray | None = None,
     ) -> Prediction:
         source = f"crf:{self.version}"
         if path is not None:
@@ -453,7 +487,14 @@ class DeidModel:
             sentence_lp = np.zeros(0)
             tags = ()
             crf_spans = []
-        spans = merge_spans([*_uncovered_rules(encoded.rule_spans, crf_spans), *crf_spans])
+        char_spans: list[Span] = []
+        if self.char is not None and char_path is not None:
+            char_spans = self.char.spans(encoded.text, encoded.chars, char_path, f"charcrf:{self.version}")
+            char_spans, crf_spans = resolve(
+                char_spans, crf_spans, self.char.config.policy, encoded.tokens
+            )
+        model_spans = [*crf_spans, *char_spans]
+        spans = merge_spans([*_uncovered_rules(encoded.rule_spans, model_spans), *model_spans])
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
         n = len(encoded.tokens)
@@ -534,6 +575,9 @@ class DeidModel:
         dump(TRAINING_FILE, self.metadata)
         dump(METRICS_FILE, self.metrics)
         optional = [METRICS_FILE]
+        if self.char is not None:
+            (directory / CHARCRF_FILE).write_bytes(self.char.crf_bytes)
+            optional.append(CHARCRF_FILE)
         for name, text in ((RULES_FILE, self.rules_text), (FILTERS_FILE, self.filters_text)):
             if text is not None:
                 (directory / name).write_text(text, encoding="utf-8")
@@ -606,6 +650,7 @@ class DeidModel:
             weights=read_weights(directory / CRF_FILE),
             rules_text=texts[RULES_FILE],
             filters_text=texts[FILTERS_FILE],
+            charcrf_bytes=_optional_bytes(directory, CHARCRF_FILE, expected),
         )
 
 
@@ -619,6 +664,16 @@ def _data_text(kind: str, lang: str, path: str | None) -> str:
     # Validate the language the way the loaders do (a clear UnsupportedFormat).
     (load_rules if kind == "rules" else load_filters)(lang)
     return resources.files("deid_core").joinpath(f"data/{kind}/{lang}.yaml").read_text("utf-8")
+
+
+def _optional_bytes(directory: Path, name: str, expected: dict[str, Any]) -> bytes | None:
+    """An optional file the manifest lists (absent from models saved before it existed)."""
+    if name not in expected:
+        return None
+    try:
+        return (directory / name).read_bytes()
+    except OSError as exc:
+        raise ModelError(f"{directory / name}: missing from the model directory ({exc.strerror})") from exc
 
 
 def _read_json(path: Path) -> Any:
@@ -739,14 +794,26 @@ def train_model(
     with tempfile.TemporaryDirectory(prefix="deid-train-") as tmp:
         model_file = Path(tmp) / CRF_FILE
         crf_started = time.perf_counter()
+        share = 0.68 if config.charcrf is None else 0.4
         train_crf(
             xs, ys, model_file, params,
-            progress=lambda m, f: report(m, 0.3 + 0.68 * f),
+            progress=lambda m, f: report(m, 0.3 + share * f),
         )
         crf_seconds = time.perf_counter() - crf_started
         crf_bytes = model_file.read_bytes()
         weights = read_weights(model_file)
-    del xs, ys
+        del xs, ys
+        char_tagger: CharTagger | None = None
+        char_stats: dict[str, Any] = {}
+        if config.charcrf is not None:
+            char_started = time.perf_counter()
+            char_tagger, char_stats = train_char_crf(
+                [(d.text, t.tokens, r, d.spans) for d, t, r in zip(docs, tokenized, rule_spans)],
+                config.charcrf,
+                Path(tmp) / CHARCRF_FILE,
+                progress=lambda m, f: report(f"character {m}", 0.7 + 0.28 * f),
+            )
+            char_stats["seconds"] = round(time.perf_counter() - char_started, 3)
     metadata = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "documents": n_docs,
@@ -767,6 +834,8 @@ def train_model(
         "gazetteer_entries": len(full_gaz),
         "rule_stats": rule_stats,
     }
+    if char_tagger is not None:
+        metadata["charcrf"] = char_stats
     model = DeidModel(
         crf_bytes=crf_bytes,
         lang=lang,
@@ -777,6 +846,7 @@ def train_model(
         metadata=metadata,
         weights=weights,
         rules_text=rules_text,
+        charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
     )
     report("trained", 1.0)
     log.info("trained model %s on %d documents, %d tokens", model.version, n_docs, n_tokens)
