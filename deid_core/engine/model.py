@@ -67,6 +67,7 @@ from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from
 from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
 from deid_core.engine.tokenize import Token, Tokenized, tokenize
+from deid_core.engine.transforms import TransformSet
 from deid_core.errors import ModelError, RuleError
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
 from deid_core.spans import Document, Span
@@ -87,6 +88,8 @@ METRICS_FILE = "metrics.json"
 RULES_FILE = "rules.yaml"
 FILTERS_FILE = "filters.yaml"
 CHARCRF_FILE = "charcrf.crfsuite"  # optional: the character CRF (paper 000)
+#: Optional TBED transformations (paper 003). Editable by hand, so outside the checksums.
+TRANSFORMS_FILE = "transforms.yaml"
 REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
 
 
@@ -338,6 +341,7 @@ class DeidModel:
         rules_text: str | None = None,
         filters_text: str | None = None,
         charcrf_bytes: bytes | None = None,
+        transforms: TransformSet | None = None,
     ) -> None:
         self.lang = lang
         self.scheme = scheme
@@ -362,6 +366,8 @@ class DeidModel:
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
         self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
+        #: Applied to the merged spans before the filters; learned by ``deid_core.learning.tbed``.
+        self.transforms: TransformSet | None = transforms
         self.char: CharTagger | None = None
         if charcrf_bytes is not None:
             self.char = CharTagger(charcrf_bytes, config.charcrf or CharCRFConfig())
@@ -495,6 +501,8 @@ class DeidModel:
             )
         model_spans = [*crf_spans, *char_spans]
         spans = merge_spans([*_uncovered_rules(encoded.rule_spans, model_spans), *model_spans])
+        if self.transforms:
+            spans = self.transforms.apply(encoded.tokens, spans)
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
         n = len(encoded.tokens)
@@ -585,14 +593,18 @@ class DeidModel:
         files = {}
         for name in (*REQUIRED_FILES, *optional):
             files[name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
-        # The manifest goes last: a directory without it was never finished.
-        dump(MANIFEST, {
+        manifest: dict[str, Any] = {
             "format_version": MODEL_FORMAT_VERSION,
             "version": self.version,
             "lang": self.lang,
             "created": self.metadata.get("created"),
             "files": files,
-        })
+        }
+        if self.transforms is not None:
+            (directory / TRANSFORMS_FILE).write_text(self.transforms.to_yaml(), encoding="utf-8")
+            manifest["editable"] = [TRANSFORMS_FILE]
+        # The manifest goes last: a directory without it was never finished.
+        dump(MANIFEST, manifest)
 
     @classmethod
     def load(cls, path: str | Path) -> DeidModel:
@@ -651,6 +663,10 @@ class DeidModel:
             rules_text=texts[RULES_FILE],
             filters_text=texts[FILTERS_FILE],
             charcrf_bytes=_optional_bytes(directory, CHARCRF_FILE, expected),
+            transforms=(
+                TransformSet.load(directory / TRANSFORMS_FILE)
+                if TRANSFORMS_FILE in manifest.get("editable", []) else None
+            ),
         )
 
 
