@@ -178,3 +178,17 @@ def test_config_round_trip_and_bad_values() -> None:
 def test_marginal_scores_are_probabilities(model: DeidModel) -> None:
     enc = model.encode(glued_notes(1, seed=5)[0])
     assert np.allclose(enc.chars.marginals.sum(axis=1), 1.0)
+
+
+def test_provenance_reaches_the_spans_csv_and_the_review_view(model: DeidModel) -> None:
+    from deid_core.formats.spans_csv import span_rows
+    from deid_core.ui.render import render_note_html
+
+    doc = glued_notes(1, seed=6)[0]
+    tagged = model.predict(doc).to_document(doc)
+    char_spans = [s for s in tagged.spans if s.source.startswith("charcrf:")]
+    assert char_spans
+    rows = [r for r in span_rows(tagged) if r["source"].startswith("charcrf:")]
+    assert rows and all(r["model_version"] == model.version for r in rows)
+    html = render_note_html(doc.text, tagged.spans)
+    assert f"[charcrf:{model.version}]" in html
