@@ -189,11 +189,24 @@ class TransformSet:
         return cls.from_yaml(text, origin=str(path))
 
     def apply(self, tokens: Sequence[Token], spans: Sequence[Span]) -> list[Span]:
-        """Run every transformation, in order, over the spans of one note."""
+        """Run every transformation, in order, over the spans of one note.
+
+        Words and shapes are read once per note; a transformation whose word or
+        shape values do not occur in the note, or whose span label is on no
+        span, is skipped without building a view (most are, on most notes).
+        """
         current = sort_spans(spans)
+        if not self.transforms or not tokens:
+            return current
+        words = [t.text.lower() for t in tokens]
+        shapes = [short_shape(t.text) for t in tokens]
+        present = {"word": {*words, EDGE}, "shape": {*shapes, EDGE}}
         for t in self.transforms:
-            view = TokenView(tokens, current)
-            current = sort_spans(apply_one(t, view))
+            if t.target == "span" and not any(s.label == t.label for s in current):
+                continue
+            if any(f != "label" and v not in present[f] for _p, f, v in t.conditions):
+                continue
+            current = sort_spans(apply_one(t, TokenView(tokens, current, words, shapes)))
         return current
 
 
@@ -203,11 +216,17 @@ class TransformSet:
 class TokenView:
     """A note's tokens with the spans laid over them: what triggers read."""
 
-    def __init__(self, tokens: Sequence[Token], spans: Sequence[Span]) -> None:
+    def __init__(
+        self,
+        tokens: Sequence[Token],
+        spans: Sequence[Span],
+        words: list[str] | None = None,
+        shapes: list[str] | None = None,
+    ) -> None:
         self.tokens = tokens
         self.spans = list(spans)
-        self.words = [t.text.lower() for t in tokens]
-        self.shapes = [short_shape(t.text) for t in tokens]
+        self.words = words if words is not None else [t.text.lower() for t in tokens]
+        self.shapes = shapes if shapes is not None else [short_shape(t.text) for t in tokens]
         self.labels = [OUT] * len(tokens)
         self.owner = [-1] * len(tokens)  # index of the span covering the token
         starts = [t.start for t in tokens]
