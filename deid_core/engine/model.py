@@ -351,7 +351,8 @@ class DeidModel:
         self.metadata = dict(metadata)
         self.metrics: dict[str, Any] = dict(metrics or {})
         self._crf_bytes = crf_bytes
-        digest = hashlib.sha256(crf_bytes).hexdigest()
+        # A character CRF changes what the model tags, so it takes part in the version.
+        digest = hashlib.sha256(crf_bytes + (charcrf_bytes or b"")).hexdigest()
         self.version = version or f"{lang}-{digest[:12]}"
         if weights is None:
             with tempfile.TemporaryDirectory() as tmp:
