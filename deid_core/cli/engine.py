@@ -41,6 +41,14 @@ def register(subparsers: Any) -> None:
     t.add_argument("--no-gazetteer", action="store_true", help="no gazetteer features")
     t.add_argument("--no-filters", action="store_true", help="no post-processing filters")
     t.add_argument("--seed", type=int, default=0, help="seed for gazetteer folds (default: 0)")
+    t.add_argument(
+        "--charcrf", choices=("windows", "all"),
+        help="also train the character-level CRF (paper 000), run on windows or on every line",
+    )
+    t.add_argument(
+        "--tbed", type=int, metavar="FOLDS",
+        help="also learn TBED transformations (paper 003) from FOLDS-fold out-of-fold errors",
+    )
     t.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
@@ -141,10 +149,22 @@ def run_train(args: argparse.Namespace) -> int:
         feature_changes["gazetteer"] = False
     if feature_changes:
         changes["features"] = feature_changes
+    if args.charcrf:
+        from deid_core.engine.charcrf import CharCRFConfig
+
+        changes["charcrf"] = CharCRFConfig(mode=args.charcrf, seed=args.seed)
     config = with_config(config, **changes)
     bar = _Bar("training")
     try:
-        model = train_model(docs, lang=args.lang, scheme=_scheme(args.scheme), config=config, progress=bar)
+        if args.tbed:
+            from deid_core.learning.tbed import TBEDConfig, train_with_transforms
+
+            model = train_with_transforms(
+                docs, lang=args.lang, scheme=_scheme(args.scheme), config=config,
+                tbed=TBEDConfig(folds=args.tbed, seed=args.seed), progress=bar,
+            )
+        else:
+            model = train_model(docs, lang=args.lang, scheme=_scheme(args.scheme), config=config, progress=bar)
     finally:
         bar.close()
     if dev is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +40,10 @@ def register(subparsers: Any) -> None:
     check = sub.add_parser("check", help="load a rule file and a filter file, report what they hold")
     _common(check)
     check.add_argument("--filters", default=None, metavar="FILE", help="a YAML filter file")
+    check.add_argument(
+        "--transforms", default=None, metavar="FILE",
+        help="a TBED transformation file (a model's transforms.yaml, hand-edited or not)",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(func=run_check)
 
@@ -92,6 +97,15 @@ def run_check(args: argparse.Namespace) -> int:
             "disabled": [f.name for f in filters if not f.enabled],
         },
     }
+    if args.transforms:
+        from deid_core.engine.transforms import TransformSet
+
+        ts = TransformSet.load(args.transforms)
+        summary["transforms"] = {
+            "source": args.transforms,
+            "count": len(ts),
+            "actions": dict(sorted(Counter(t.action for t in ts.transforms).items())),
+        }
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
@@ -102,6 +116,10 @@ def run_check(args: argparse.Namespace) -> int:
     print(f"filters from {f['source']}: {', '.join(f['enabled']) or '-'}")
     if f["disabled"]:
         print(f"disabled: {', '.join(f['disabled'])}")
+    if "transforms" in summary:
+        t = summary["transforms"]
+        acts = ", ".join(f"{k} {v}" for k, v in t["actions"].items()) or "-"
+        print(f"transforms: {t['count']} from {t['source']} ({acts})")
     return 0
 
 

@@ -38,6 +38,14 @@ from typing import Any
 import numpy as np
 import yaml
 
+from deid_core.engine.charcrf import (
+    EMPTY_CHARS,
+    CharCRFConfig,
+    CharEncoded,
+    CharTagger,
+    resolve,
+    train_char_crf,
+)
 from deid_core.engine.crf import CRFParams, CRFWeights, read_weights, train_crf
 from deid_core.engine.decoder import (
     EmissionScorer,
@@ -61,6 +69,7 @@ from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from
 from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
 from deid_core.engine.tokenize import Token, Tokenized, tokenize
+from deid_core.engine.transforms import TransformSet
 from deid_core.errors import ModelError, RuleError
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
 from deid_core.spans import Document, Span
@@ -80,6 +89,9 @@ TRAINING_FILE = "training.json"
 METRICS_FILE = "metrics.json"
 RULES_FILE = "rules.yaml"
 FILTERS_FILE = "filters.yaml"
+CHARCRF_FILE = "charcrf.crfsuite"  # optional: the character CRF (paper 000)
+#: Optional TBED transformations (paper 003). Editable by hand, so outside the checksums.
+TRANSFORMS_FILE = "transforms.yaml"
 REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
 
 
@@ -115,6 +127,8 @@ class TrainConfig:
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0
+    #: The character-level CRF trained beside the token CRF (None: none).
+    charcrf: CharCRFConfig | None = None
 
     def crf_params(self) -> CRFParams:
         return CRFParams(**{f.name: getattr(self, f.name) for f in fields(CRFParams)})
@@ -123,7 +137,7 @@ class TrainConfig:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, FeatureConfig):
+            if isinstance(value, FeatureConfig | CharCRFConfig):
                 value = value.to_dict()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -136,6 +150,8 @@ class TrainConfig:
         kwargs = {k: v for k, v in raw.items() if k in known}
         if isinstance(kwargs.get("features"), dict):
             kwargs["features"] = FeatureConfig.from_dict(kwargs["features"])
+        if isinstance(kwargs.get("charcrf"), dict):
+            kwargs["charcrf"] = CharCRFConfig.from_dict(kwargs["charcrf"])
         if "word_lists" in kwargs:
             kwargs["word_lists"] = tuple(kwargs["word_lists"])
         return cls(**kwargs)
@@ -154,6 +170,7 @@ class Encoded:
     log_z: np.ndarray  # (n_sequences,)
     rule_spans: tuple[Span, ...]  # matches of rules mapped to a scheme label, ready to merge
     parts: PartTerms  # for log P(labels of each tokenizer sentence | note)
+    chars: CharEncoded = EMPTY_CHARS  # the character CRF's windows, when the model has one
 
 
 @dataclass(frozen=True)
@@ -325,6 +342,8 @@ class DeidModel:
         weights: CRFWeights | None = None,
         rules_text: str | None = None,
         filters_text: str | None = None,
+        charcrf_bytes: bytes | None = None,
+        transforms: TransformSet | None = None,
     ) -> None:
         self.lang = lang
         self.scheme = scheme
@@ -334,7 +353,8 @@ class DeidModel:
         self.metadata = dict(metadata)
         self.metrics: dict[str, Any] = dict(metrics or {})
         self._crf_bytes = crf_bytes
-        digest = hashlib.sha256(crf_bytes).hexdigest()
+        # A character CRF changes what the model tags, so it takes part in the version.
+        digest = hashlib.sha256(crf_bytes + (charcrf_bytes or b"")).hexdigest()
         self.version = version or f"{lang}-{digest[:12]}"
         if weights is None:
             with tempfile.TemporaryDirectory() as tmp:
@@ -349,6 +369,11 @@ class DeidModel:
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
         self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
+        #: Applied to the merged spans before the filters; learned by ``deid_core.learning.tbed``.
+        self.transforms: TransformSet | None = transforms
+        self.char: CharTagger | None = None
+        if charcrf_bytes is not None:
+            self.char = CharTagger(charcrf_bytes, config.charcrf or CharCRFConfig())
         # The rule and filter files are part of the model: the CRF learned weights
         # for these rules' matches, so a later edit of the built-in files must not
         # change what a trained model sees.
@@ -392,7 +417,14 @@ class DeidModel:
         marginals, log_z, parts = forward_backward_parts(
             emissions, seqs, self.weights.transitions, tok.sentences
         )
-        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts)
+        chars = EMPTY_CHARS
+        if self.char is not None:
+            chars = self.char.encode(doc.text, tok.tokens, raw_rules, marginals, self._known_word)
+        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts, chars)
+
+    def _known_word(self, word: str) -> bool:
+        """Whether the token CRF saw ``word`` in training (its ``0:w=`` attribute has a weight)."""
+        return f"0:w={word.lower()}" in self._scorer.ids
 
     def decode(self, encoded: Encoded, bias: float = 0.0) -> Prediction:
         """Spans at ``bias`` (added to the O score at every token; ``< 0`` favours recall)."""
@@ -402,7 +434,12 @@ class DeidModel:
                 encoded.emissions, encoded.sentences, self.weights.transitions,
                 bias=float(bias), o_index=self.o_index,
             )
-        return self._prediction(encoded, path, float(bias))
+        return self._prediction(encoded, path, float(bias), char_path=self._char_path(encoded, bias))
+
+    def _char_path(self, encoded: Encoded, bias: float) -> np.ndarray | None:
+        if self.char is None or not encoded.chars.windows:
+            return None
+        return self.char.path(encoded.chars, float(bias))
 
     def decode_many(self, encoded: Encoded, biases: Sequence[float]) -> list[Prediction]:
         """Predictions at several biases, re-decoding only sentences whose path can change."""
@@ -426,9 +463,12 @@ class DeidModel:
         memo: dict[Span, Span | None] = {}
         out = []
         for path, b in zip(paths, biases):
-            key = path.tobytes()
+            char_path = self._char_path(encoded, b)
+            key = path.tobytes() + (b"|" + char_path.tobytes() if char_path is not None else b"")
             if key not in done:
-                done[key] = self._prediction(encoded, path if encoded.tokens else None, float(b), memo)
+                done[key] = self._prediction(
+                    encoded, path if encoded.tokens else None, float(b), memo, char_path=char_path
+                )
             out.append(replace(done[key], bias=float(b)))
         return out
 
@@ -438,6 +478,7 @@ class DeidModel:
         path: np.ndarray | None,
         bias: float,
         filter_memo: dict[Span, Span | None] | None = None,
+        char_path: np.ndarray | None = None,
     ) -> Prediction:
         source = f"crf:{self.version}"
         if path is not None:
@@ -455,7 +496,16 @@ class DeidModel:
             sentence_lp = np.zeros(0)
             tags = ()
             crf_spans = []
-        spans = merge_spans([*_uncovered_rules(encoded.rule_spans, crf_spans), *crf_spans])
+        char_spans: list[Span] = []
+        if self.char is not None and char_path is not None:
+            char_spans = self.char.spans(encoded.text, encoded.chars, char_path, f"charcrf:{self.version}")
+            char_spans, crf_spans = resolve(
+                char_spans, crf_spans, self.char.config.policy, encoded.tokens
+            )
+        model_spans = [*crf_spans, *char_spans]
+        spans = merge_spans([*_uncovered_rules(encoded.rule_spans, model_spans), *model_spans])
+        if self.transforms:
+            spans = self.transforms.apply(encoded.tokens, spans)
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
         n = len(encoded.tokens)
@@ -536,6 +586,9 @@ class DeidModel:
         dump(TRAINING_FILE, self.metadata)
         dump(METRICS_FILE, self.metrics)
         optional = [METRICS_FILE]
+        if self.char is not None:
+            (directory / CHARCRF_FILE).write_bytes(self.char.crf_bytes)
+            optional.append(CHARCRF_FILE)
         for name, text in ((RULES_FILE, self.rules_text), (FILTERS_FILE, self.filters_text)):
             if text is not None:
                 (directory / name).write_text(text, encoding="utf-8")
@@ -543,14 +596,18 @@ class DeidModel:
         files = {}
         for name in (*REQUIRED_FILES, *optional):
             files[name] = hashlib.sha256((directory / name).read_bytes()).hexdigest()
-        # The manifest goes last: a directory without it was never finished.
-        dump(MANIFEST, {
+        manifest: dict[str, Any] = {
             "format_version": MODEL_FORMAT_VERSION,
             "version": self.version,
             "lang": self.lang,
             "created": self.metadata.get("created"),
             "files": files,
-        })
+        }
+        if self.transforms is not None:
+            (directory / TRANSFORMS_FILE).write_text(self.transforms.to_yaml(), encoding="utf-8")
+            manifest["editable"] = [TRANSFORMS_FILE]
+        # The manifest goes last: a directory without it was never finished.
+        dump(MANIFEST, manifest)
 
     @classmethod
     def load(cls, path: str | Path) -> DeidModel:
@@ -608,6 +665,11 @@ class DeidModel:
             weights=read_weights(directory / CRF_FILE),
             rules_text=texts[RULES_FILE],
             filters_text=texts[FILTERS_FILE],
+            charcrf_bytes=_optional_bytes(directory, CHARCRF_FILE, expected),
+            transforms=(
+                TransformSet.load(directory / TRANSFORMS_FILE)
+                if TRANSFORMS_FILE in manifest.get("editable", []) else None
+            ),
         )
 
 
@@ -621,6 +683,16 @@ def _data_text(kind: str, lang: str, path: str | None) -> str:
     # Validate the language the way the loaders do (a clear UnsupportedFormat).
     (load_rules if kind == "rules" else load_filters)(lang)
     return resources.files("deid_core").joinpath(f"data/{kind}/{lang}.yaml").read_text("utf-8")
+
+
+def _optional_bytes(directory: Path, name: str, expected: dict[str, Any]) -> bytes | None:
+    """An optional file the manifest lists (absent from models saved before it existed)."""
+    if name not in expected:
+        return None
+    try:
+        return (directory / name).read_bytes()
+    except OSError as exc:
+        raise ModelError(f"{directory / name}: missing from the model directory ({exc.strerror})") from exc
 
 
 def _read_json(path: Path) -> Any:
@@ -743,14 +815,26 @@ def train_model(
     with tempfile.TemporaryDirectory(prefix=f"deid-train-{host}-{os.getpid()}-") as tmp:
         model_file = Path(tmp) / CRF_FILE
         crf_started = time.perf_counter()
+        share = 0.68 if config.charcrf is None else 0.4
         train_crf(
             xs, ys, model_file, params,
-            progress=lambda m, f: report(m, 0.3 + 0.68 * f),
+            progress=lambda m, f: report(m, 0.3 + share * f),
         )
         crf_seconds = time.perf_counter() - crf_started
         crf_bytes = model_file.read_bytes()
         weights = read_weights(model_file)
-    del xs, ys
+        del xs, ys
+        char_tagger: CharTagger | None = None
+        char_stats: dict[str, Any] = {}
+        if config.charcrf is not None:
+            char_started = time.perf_counter()
+            char_tagger, char_stats = train_char_crf(
+                [(d.text, t.tokens, r, d.spans) for d, t, r in zip(docs, tokenized, rule_spans)],
+                config.charcrf,
+                Path(tmp) / CHARCRF_FILE,
+                progress=lambda m, f: report(f"character {m}", 0.7 + 0.28 * f),
+            )
+            char_stats["seconds"] = round(time.perf_counter() - char_started, 3)
     metadata = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "documents": n_docs,
@@ -771,6 +855,8 @@ def train_model(
         "gazetteer_entries": len(full_gaz),
         "rule_stats": rule_stats,
     }
+    if char_tagger is not None:
+        metadata["charcrf"] = char_stats
     model = DeidModel(
         crf_bytes=crf_bytes,
         lang=lang,
@@ -781,6 +867,7 @@ def train_model(
         metadata=metadata,
         weights=weights,
         rules_text=rules_text,
+        charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
     )
     report("trained", 1.0)
     log.info("trained model %s on %d documents, %d tokens", model.version, n_docs, n_tokens)
