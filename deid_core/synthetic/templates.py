@@ -8,9 +8,10 @@ section instead of surfacing halfway through a 20,000-note corpus.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -66,6 +67,7 @@ class Kind:
     sections: tuple[tuple[str, float], ...]
     footer: tuple[Entry, ...]
     block_sep: str  # between title, header, sections and footer
+    default: bool = True  # part of the mix when no kinds are asked for
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ def load_templates(lang: str = "en") -> Templates:
             sections=tuple(secs),
             footer=_entries(k.get("footer"), f"{name}.footer"),
             block_sep=str(k.get("block_sep", "\n\n")),
+            default=bool(k.get("default", True)),
         )
     scheme = str(raw["scheme"])
     templates = Templates(lang, scheme, dict(raw.get("labels") or {}), kinds, sections, raw["lexicon"])
@@ -172,3 +175,76 @@ def check_templates(t: Templates) -> None:
                     f"synthetic templates ({t.lang}): {where} slot {name!r} writes role {role},"
                     f" which has no label in scheme {t.scheme}"
                 )
+
+
+# ---------------------------------------------------------------- template families
+
+FAMILIES = ("all", "train", "dev")
+_DEV_SHARE = 4  # about one worded template in four goes to the dev family
+
+
+def has_wording(parsed: Parsed) -> bool:
+    """Whether a template carries words of its own (``"{med}"`` or ``"{dx}."`` do not)."""
+    return any(isinstance(i, str) and re.search(r"[A-Za-z]{2}", i) for i in parsed)
+
+
+def template_key(parsed: Parsed) -> str:
+    return hashlib.sha1(repr(parsed).encode("utf-8")).hexdigest()
+
+
+def family_of(choices: Sequence[Parsed]) -> dict[str, str]:
+    """Split one list of alternatives into a train and a dev family by a hash of each wording.
+
+    The split depends only on the texts, so adding a template moves no other
+    one. Templates without wording of their own are shared: they carry no
+    phrasing a model could memorise. A list with a single worded template
+    keeps it in the train family.
+    """
+    keys = sorted({template_key(p) for p in choices if has_wording(p)})
+    if len(keys) < 2:
+        return dict.fromkeys(keys, "train")
+    dev = {k for k in keys if int(k[:8], 16) % _DEV_SHARE == 0}
+    if not dev or len(dev) == len(keys):
+        dev = {keys[0]}
+    return {k: "dev" if k in dev else "train" for k in keys}
+
+
+def _pick(choices: Sequence[Parsed], family: str) -> tuple[Parsed, ...]:
+    fam = family_of(choices)
+    return tuple(p for p in choices if not has_wording(p) or fam[template_key(p)] == family)
+
+
+@lru_cache(maxsize=8)
+def family_templates(lang: str, family: str) -> Templates:
+    """The templates of one family: ``all`` (every template), ``train`` or ``dev``.
+
+    The dev family shares no worded template with the train family, so a model
+    trained on one and scored on the other is measured on phrasings it has not
+    seen (slot values and the code-built shapes of dates, phones and names are
+    shared: they are what a model should learn).
+    """
+    t = load_templates(lang)
+    if family not in FAMILIES:
+        raise UnsupportedFormat(f"unknown template family {family!r}; use one of {', '.join(FAMILIES)}")
+    if family == "all":
+        return t
+
+    def entries(es: tuple[Entry, ...]) -> tuple[Entry, ...]:
+        out = []
+        for e in es:
+            picked = _pick(e.choices, family)
+            if picked:
+                out.append(Entry(e.p, picked))
+        return tuple(out)
+
+    kinds = {}
+    for name, k in t.kinds.items():
+        titles = _pick(k.titles, family) or k.titles[:0]
+        if not titles:
+            raise UnsupportedFormat(f"synthetic templates ({lang}): kind {name} has no {family} title")
+        kinds[name] = replace(k, titles=titles, header=entries(k.header), footer=entries(k.footer))
+    sections = {
+        name: replace(s, titles=_pick(s.titles, family), first=_pick(s.first, family), items=_pick(s.items, family))
+        for name, s in t.sections.items()
+    }
+    return Templates(t.lang, t.scheme, t.labels, kinds, sections, t.lex)
