@@ -60,6 +60,8 @@ def tqdm_progress(desc: str) -> tuple[Callable[[str, float], None], Callable[[],
 
 
 def register(subparsers: Any) -> None:
+    from deid_core.cli.engine import bias_type
+
     # project
     p = subparsers.add_parser("project", help="create and list annotation projects")
     sub = p.add_subparsers(dest="project_command", metavar="ACTION")
@@ -126,8 +128,9 @@ def register(subparsers: Any) -> None:
                     " the spans with the document log-probability that orders the review queue."
                     " Notes already predicted by that version are skipped unless --redo.")
     pq.add_argument("--project", required=True)
-    pq.add_argument("--bias", type=float, default=None,
-                    help="O-label bias (default: the project's setting)")
+    pq.add_argument("--bias", type=bias_type, default=None, metavar="BIAS|recall",
+                    help="O-label bias (default: the project's setting); 'recall': the active"
+                         " model's recorded recall bias")
     pq.add_argument("--redo", action="store_true",
                     help="also re-predict notes this model version already predicted")
     pq.add_argument("--limit", type=int, default=None, help="predict at most N notes")
@@ -220,9 +223,19 @@ def run_predict_queue(args: argparse.Namespace) -> int:
     from deid_core.store.predict import predict_queue
 
     engine = _engine(args)
+    bias = args.bias
+    if isinstance(bias, str):  # "recall": the active model's recorded recall bias
+        from deid_core.engine.recall_bias import resolve_bias_for_dir
+        from deid_core.errors import ModelError
+        from deid_core.store.repository import active_model_version
+
+        mv = active_model_version(engine, args.project)
+        if mv is None:
+            raise ModelError(f"project {args.project!r} has no active model, so no recall bias")
+        bias = resolve_bias_for_dir(bias, mv.artifact_path)
     progress, close = (None, lambda: None) if args.quiet else tqdm_progress("predict")
     try:
-        result = predict_queue(engine, args.project, bias=args.bias, redo=args.redo,
+        result = predict_queue(engine, args.project, bias=bias, redo=args.redo,
                                limit=args.limit, actor=_actor(args), progress=progress)
     finally:
         close()

@@ -43,7 +43,7 @@ _ABBREV_RE = re.compile(
 )
 _ABBREV = {k: v for k, v in _ABBREVIATIONS}
 # Sentence and list punctuation followed by white space: dropping it leaves a token edge.
-_SPARSE_RE = re.compile(r"[.,;:](?=\s|$)")
+_SPARSE_RE = re.compile(r"[.,;:]+(?=\s|$)")
 
 
 def pick_styles(rng: Random, p: float) -> tuple[str, ...]:

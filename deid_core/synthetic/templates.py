@@ -192,26 +192,50 @@ def template_key(parsed: Parsed) -> str:
     return hashlib.sha1(repr(parsed).encode("utf-8")).hexdigest()
 
 
-def family_of(choices: Sequence[Parsed]) -> dict[str, str]:
-    """Split one list of alternatives into a train and a dev family by a hash of each wording.
+def _lists(t: Templates) -> Iterator[tuple[Parsed, ...]]:
+    """Every list of alternatives, in file order."""
+    for k in t.kinds.values():
+        yield k.titles
+        for e in (*k.header, *k.footer):
+            yield e.choices
+    for sec in t.sections.values():
+        yield sec.titles
+        yield sec.first
+        yield sec.items
 
-    The split depends only on the texts, so adding a template moves no other
-    one. Templates without wording of their own are shared: they carry no
-    phrasing a model could memorise. A list with a single worded template
-    keeps it in the train family.
+
+@lru_cache(maxsize=4)
+def family_assignment(lang: str) -> dict[str, str]:
+    """Template key -> ``train`` or ``dev``, one family per wording across the whole file.
+
+    A wording goes to dev when its hash says so (about one in four), so adding
+    a template moves no other one. A wording that occurs in a single list may
+    be moved so that the list has both a train and a dev alternative when it
+    has two or more; a wording shared by several lists keeps its hash's
+    family. Templates without wording of their own (``"{med}"``) are shared by
+    both families: they carry no phrasing a model could memorise.
     """
-    keys = sorted({template_key(p) for p in choices if has_wording(p)})
-    if len(keys) < 2:
-        return dict.fromkeys(keys, "train")
-    dev = {k for k in keys if int(k[:8], 16) % _DEV_SHARE == 0}
-    if not dev or len(dev) == len(keys):
-        dev = {keys[0]}
-    return {k: "dev" if k in dev else "train" for k in keys}
+    t = load_templates(lang)
+    lists = [tuple(dict.fromkeys(template_key(p) for p in ch if has_wording(p))) for ch in _lists(t)]
+    seen: dict[str, int] = {}
+    for keys in lists:
+        for k in keys:
+            seen[k] = seen.get(k, 0) + 1
+    family = {k: "dev" if int(k[:8], 16) % _DEV_SHARE == 0 else "train" for k in seen}
+    for keys in lists:
+        if len(keys) < 2:
+            continue
+        movable = sorted(k for k in keys if seen[k] == 1)
+        fams = {family[k] for k in keys}
+        if "dev" not in fams and movable:
+            family[movable[0]] = "dev"
+        elif "train" not in fams and movable:
+            family[movable[-1]] = "train"
+    return family
 
 
-def _pick(choices: Sequence[Parsed], family: str) -> tuple[Parsed, ...]:
-    fam = family_of(choices)
-    return tuple(p for p in choices if not has_wording(p) or fam[template_key(p)] == family)
+def _pick(choices: Sequence[Parsed], family: str, assignment: dict[str, str]) -> tuple[Parsed, ...]:
+    return tuple(p for p in choices if not has_wording(p) or assignment[template_key(p)] == family)
 
 
 @lru_cache(maxsize=8)
@@ -228,23 +252,27 @@ def family_templates(lang: str, family: str) -> Templates:
         raise UnsupportedFormat(f"unknown template family {family!r}; use one of {', '.join(FAMILIES)}")
     if family == "all":
         return t
+    assignment = family_assignment(lang)
 
     def entries(es: tuple[Entry, ...]) -> tuple[Entry, ...]:
         out = []
         for e in es:
-            picked = _pick(e.choices, family)
+            picked = _pick(e.choices, family, assignment)
             if picked:
                 out.append(Entry(e.p, picked))
         return tuple(out)
 
-    kinds = {}
-    for name, k in t.kinds.items():
-        titles = _pick(k.titles, family) or k.titles[:0]
-        if not titles:
-            raise UnsupportedFormat(f"synthetic templates ({lang}): kind {name} has no {family} title")
-        kinds[name] = replace(k, titles=titles, header=entries(k.header), footer=entries(k.footer))
     sections = {
-        name: replace(s, titles=_pick(s.titles, family), first=_pick(s.first, family), items=_pick(s.items, family))
+        name: replace(s, titles=_pick(s.titles, family, assignment), first=_pick(s.first, family, assignment),
+                      items=_pick(s.items, family, assignment))
         for name, s in t.sections.items()
     }
+    kinds = {}
+    for name, k in t.kinds.items():
+        titles = _pick(k.titles, family, assignment)
+        if not titles:
+            raise UnsupportedFormat(f"synthetic templates ({lang}): kind {name} has no {family} title")
+        # A section left with nothing to say in this family is left out, not written as a bare title.
+        secs = tuple((sn, p) for sn, p in k.sections if sections[sn].first or sections[sn].items)
+        kinds[name] = replace(k, titles=titles, header=entries(k.header), footer=entries(k.footer), sections=secs)
     return Templates(t.lang, t.scheme, t.labels, kinds, sections, t.lex)
