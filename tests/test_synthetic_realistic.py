@@ -13,8 +13,7 @@ from deid_core.engine.tagging import alignment_upper_bound
 from deid_core.engine.tokenize import tokenize
 from deid_core.errors import UnsupportedFormat
 from deid_core.spans import find_overlap
-from deid_core.synthetic import REALISTIC, STYLES, generate_notes
-from deid_core.synthetic import SHORTHAND_KINDS, available_kinds
+from deid_core.synthetic import REALISTIC, SHORTHAND_KINDS, STYLES, available_kinds, generate_notes
 from deid_core.synthetic.styles import apply_styles
 from deid_core.synthetic.templates import family_templates, has_wording, iter_parsed
 

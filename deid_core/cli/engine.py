@@ -216,7 +216,6 @@ def _without_examples(result: dict[str, Any]) -> dict[str, Any]:
 def run_predict(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl, write_jsonl
     from deid_core.engine.model import DeidModel, freeze_loaded_heap
-
     from deid_core.engine.recall_bias import resolve_bias
 
     docs = read_jsonl(args.input, allow_overlap=True)
@@ -247,9 +246,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def run_bias_sweep(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl
     from deid_core.engine.model import DeidModel, bias_grid
-    from deid_core.evaluation.bias_sweep import bias_sweep
-
     from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+    from deid_core.evaluation.bias_sweep import bias_sweep
 
     grid = bias_grid(args.start, args.stop, args.step)
     gold = read_jsonl(args.gold)
