@@ -185,3 +185,43 @@ def test_nonspace_char_measure():
     m = nonspace_char_prf(gold, pred)
     assert m["gold_chars"] == 9 and m["overlap_chars"] == 4 and m["pred_chars"] == 8
     assert m["recall"] == pytest.approx(4 / 9) and m["precision"] == 0.5
+
+
+def test_a_new_project_starts_from_the_starter(starter_env, tmp_path, monkeypatch):
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+    from deid_core.ui.learning import install_starter, predict_with_active, starter_applies
+
+    monkeypatch.setenv("DEID_STARTER_DIR", str(starter_env["cache"]))
+    monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
+    monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
+    engine = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+    assert starter_applies("en", "i2b2_2014")
+    assert not starter_applies("en", "presidio_synth") and not starter_applies("es", "meddocan")
+    repo.create_project(engine, "ward", lang="en", scheme="i2b2_2014", actor="admin")
+    docs = [d.with_spans(()) for d in generate_notes(3, seed=5)]
+    repo.import_documents(engine, "ward", docs, annotations="none", fmt="jsonl", source="t", actor="admin")
+    seen = []
+    summary = install_starter(engine, "ward", "admin", progress=lambda m, f: seen.append(f))
+    assert summary["predicted"] == 3 and seen[-1] == 1.0
+    active = repo.active_model_version(engine, "ward")
+    assert active.version == starter_env["model"].version == summary["version"]
+    # a copy in the project's model directory, not the (replaceable) starter cache
+    assert Path(active.artifact_path).parent == tmp_path / "models" / "ward"
+    assert DeidModel.load(active.artifact_path).metadata[RECALL_BIAS_KEY] == starter_env["model"].metadata[
+        RECALL_BIAS_KEY]
+    with pytest.raises(Exception, match="already has an active model"):
+        install_starter(engine, "ward", "admin")
+    assert predict_with_active(engine, "ward") == 3
+
+
+def test_app_bias_offers_the_recorded_recall_bias(starter_env):
+    from deid_core.ui.bias import BIAS_MIN, model_recall_bias
+
+    class M:
+        metadata: dict = {}
+
+    assert model_recall_bias(M()) is None
+    M.metadata = {RECALL_BIAS_KEY: -9.0}
+    assert model_recall_bias(M()) == BIAS_MIN  # clamped to the slider
+    assert model_recall_bias(starter_env["model"]) == round(starter_env["model"].metadata[RECALL_BIAS_KEY] * 4) / 4
