@@ -49,11 +49,11 @@ def test_starter_is_cached_under_the_user_cache_dir_and_reused(starter_env):
     assert path.parent == starter_env["cache"]
     assert path == starter_mod.starter_dir("en") and starter_mod.is_built("en")
     assert path.name.startswith("en-") and path.name.endswith("-tiny")
-    before = (path / "crf.model").stat().st_mtime_ns if (path / "crf.model").exists() else None
+    before = (path / "model.crfsuite").stat().st_mtime_ns if (path / "model.crfsuite").exists() else None
     again = starter_mod.ensure_starter("en")  # cached: not rebuilt
     assert again == path
     if before is not None:
-        assert (path / "crf.model").stat().st_mtime_ns == before
+        assert (path / "model.crfsuite").stat().st_mtime_ns == before
 
 
 def test_starter_records_recall_bias_and_a_reproducible_corpus(starter_env):
