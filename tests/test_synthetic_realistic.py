@@ -201,3 +201,17 @@ def test_defaults_are_unchanged_and_options_are_checked():
         generate_notes(1, styles=1.5)
     with pytest.raises(UnsupportedFormat, match="English"):
         generate_notes(1, lang="es", styles=0.5)
+
+
+def test_cli_realistic_dev_notes(tmp_path):
+    from deid_core.cli import main
+    from deid_core.corpus import read_jsonl
+
+    out = tmp_path / "dev.jsonl"
+    assert main(["synth", "--n", "30", "--seed", "4", "--realistic", "--families", "dev",
+                 "--out", str(out), "--no-progress"]) == 0
+    docs = read_jsonl(out)
+    assert _dump(docs) == _dump(generate_notes(30, seed=4, families="dev", **REALISTIC))
+    assert {d.meta["family"] for d in docs} == {"dev"}
+    assert main(["synth", "--n", "2", "--lang", "es", "--styles", "0.5", "--out", str(tmp_path / "x.jsonl")]) == 1
+    assert not (tmp_path / "x.jsonl").exists()
