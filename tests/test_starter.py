@@ -225,3 +225,25 @@ def test_app_bias_offers_the_recorded_recall_bias(starter_env):
     M.metadata = {RECALL_BIAS_KEY: -9.0}
     assert model_recall_bias(M()) == BIAS_MIN  # clamped to the slider
     assert model_recall_bias(starter_env["model"]) == round(starter_env["model"].metadata[RECALL_BIAS_KEY] * 4) / 4
+
+
+def test_predict_queue_bias_recall_uses_the_active_models_value(starter_env, tmp_path, monkeypatch, capsys):
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+    from deid_core.ui.learning import install_starter
+
+    monkeypatch.setenv("DEID_STARTER_DIR", str(starter_env["cache"]))
+    monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
+    monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    engine = open_store(url)
+    repo.create_project(engine, "q", lang="en", scheme="i2b2_2014", actor="admin")
+    repo.create_project(engine, "empty", lang="en", scheme="i2b2_2014", actor="admin")
+    docs = [d.with_spans(()) for d in generate_notes(2, seed=8)]
+    repo.import_documents(engine, "q", docs, annotations="none", fmt="jsonl", source="t", actor="admin")
+    install_starter(engine, "q", "admin")
+    recall_bias = starter_env["model"].metadata[RECALL_BIAS_KEY]
+    assert main(["predict-queue", "--project", "q", "--bias", "recall", "--redo", "--quiet", "--db", url]) == 0
+    assert f"at bias {recall_bias:g}" in capsys.readouterr().out
+    assert main(["predict-queue", "--project", "empty", "--bias", "recall", "--quiet", "--db", url]) == 1
+    assert "no active model" in capsys.readouterr().err
