@@ -247,3 +247,19 @@ def test_predict_queue_bias_recall_uses_the_active_models_value(starter_env, tmp
     assert f"at bias {recall_bias:g}" in capsys.readouterr().out
     assert main(["predict-queue", "--project", "empty", "--bias", "recall", "--quiet", "--db", url]) == 1
     assert "no active model" in capsys.readouterr().err
+
+
+def test_cli_project_create_with_starter(starter_env, tmp_path, monkeypatch, capsys):
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+
+    monkeypatch.setenv("DEID_STARTER_DIR", str(starter_env["cache"]))
+    monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
+    monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert main(["project", "create", "ward", "--starter", "--db", url]) == 0
+    assert f"starter {starter_env['model'].version}" in capsys.readouterr().out
+    assert repo.active_model_version(open_store(url), "ward").version == starter_env["model"].version
+    assert main(["project", "create", "es", "--lang", "es", "--scheme", "meddocan", "--starter", "--db", url]) == 1
+    assert "no starter model" in capsys.readouterr().err
+    assert [p.name for p in repo.list_projects(open_store(url))] == ["ward"]

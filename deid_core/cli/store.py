@@ -71,6 +71,9 @@ def register(subparsers: Any) -> None:
     c.add_argument("--scheme", default="i2b2_2014",
                    help="label scheme: i2b2_2014, meddocan, presidio_synth or a YAML path")
     c.add_argument("--bias", type=float, default=0.0, help="initial O-label bias")
+    c.add_argument("--starter", action="store_true",
+                   help="start from the bundled starter model for --lang (built and cached on first"
+                        " use) as the first active model version")
     _common(c)
     c.set_defaults(func=run_project_create)
     ls = sub.add_parser("list", help="list projects with document counts")
@@ -174,9 +177,25 @@ def register(subparsers: Any) -> None:
 def run_project_create(args: argparse.Namespace) -> int:
     from deid_core.store.repository import create_project
 
-    info = create_project(_engine(args), args.name, lang=args.lang, scheme=args.scheme,
+    engine = _engine(args)
+    if args.starter:
+        from deid_core.errors import ModelError
+        from deid_core.ui.learning import starter_applies
+
+        if not starter_applies(args.lang, args.scheme):
+            raise ModelError(f"no starter model for {args.lang!r} notes in scheme {args.scheme!r}")
+    info = create_project(engine, args.name, lang=args.lang, scheme=args.scheme,
                           settings={"bias": args.bias}, actor=_actor(args))
     print(f"created project {info.name!r} (lang {info.lang}, scheme {info.scheme})")
+    if args.starter:
+        from deid_core.ui.learning import install_starter
+
+        progress, close = tqdm_progress("starter model")
+        try:
+            result = install_starter(engine, info.name, _actor(args), progress=progress)
+        finally:
+            close()
+        print(f"active model: starter {result['version']}")
     return 0
 
 
