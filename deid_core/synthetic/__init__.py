@@ -89,7 +89,7 @@ def iter_notes(
         raise ValueError("n must be >= 0")
     if not 0.0 <= styles <= 1.0:
         raise ValueError("styles must be a share between 0 and 1")
-    t = family_templates(lang, families) if lang in SUPPORTED_LANGUAGES else load_templates(lang)
+    t = family_templates(lang, families)
     if styles and t.lang != "en":
         raise UnsupportedFormat(f"surface styles are written for English notes, not {t.lang!r}")
     allowed = tuple(kinds) if kinds else tuple(k for k, v in t.kinds.items() if v.default)
