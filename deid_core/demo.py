@@ -1,7 +1,8 @@
-"""The bundled demo: a project of synthetic English notes pre-annotated by a starter model.
+"""The bundled demo: a project of synthetic English notes pre-annotated by the English starter model.
 
-The starter model is trained on a *separate* synthetic set (another seed), so
-the queue shows honest mistakes to correct. A slice of the demo notes comes in
+The starter model (``deid_core.synthetic.starter``, the one every new English
+project starts from) is trained on other synthetic notes (other patients, the
+train template families), so the queue shows honest mistakes to correct. A slice of the demo notes comes in
 with its generated gold spans as the reviewed layer, so the Bias and Model
 pages have reviewed notes to measure on from the first minute. Everything
 lives in ``demo/`` under the data directory (or ``DEID_DEMO_DIR``), never in the repo;
@@ -19,6 +20,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -37,10 +39,7 @@ Progress = Callable[[str, float], None]
 class DemoConfig:
     n_notes: int = 200
     n_gold: int = 30  # of the n_notes, imported with their gold spans (reviewed layer)
-    n_train: int = 150  # starter model's separate training set
     seed: int = 7
-    train_seed: int = 1001
-    max_iterations: int = 100
 
 
 def demo_dir() -> Path:
@@ -79,13 +78,13 @@ def build_demo(
     out: Any = None,
 ) -> dict[str, Any]:
     """Build the demo project in ``directory`` (idempotent: a built demo is left alone)."""
-    from deid_core.engine.model import TrainConfig, train_model
-    from deid_core.schemes import load_scheme
+    from deid_core.engine.model import DeidModel
     from deid_core.store import repository as repo
     from deid_core.store.authz import Principal
     from deid_core.store.engine import open_store
     from deid_core.store.users import create_user
-    from deid_core.synthetic import generate_notes
+    from deid_core.synthetic import REALISTIC, generate_notes
+    from deid_core.synthetic.starter import ensure_starter
     from deid_core.ui.bootstrap import ensure_first_admin
     from deid_core.ui.queue import predict_unreviewed
 
@@ -103,22 +102,26 @@ def build_demo(
     ensure_first_admin(engine, out=stream)
     t0 = time.perf_counter()
 
-    say("generating the starter model's training notes", 0.02)
-    train_docs = generate_notes(cfg.n_train, seed=cfg.train_seed)
-    scheme = load_scheme("i2b2_2014")
+    say("the English starter model", 0.02)
 
-    def train_progress(message: str, fraction: float) -> None:
-        say(f"training the starter model: {message}", 0.05 + 0.6 * fraction)
+    def starter_progress(message: str, fraction: float) -> None:
+        say(message, 0.02 + 0.66 * fraction)
 
-    model = train_model(
-        train_docs, lang="en", scheme=scheme,
-        config=TrainConfig(max_iterations=cfg.max_iterations, seed=cfg.seed),
-        progress=train_progress,
-    )
-    model_path = model.save(directory / "models" / model.version)
+    starter_path = ensure_starter("en", progress=starter_progress)
+    # A copy beside the demo: the starter cache is replaced when the code changes,
+    # and a registered model version must keep its directory.
+    model_path = directory / "models" / starter_path.name
+    if not model_path.is_dir():
+        tmp = model_path.with_name(f".{model_path.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(starter_path, tmp)
+        tmp.rename(model_path)
+    model = DeidModel.load(model_path)
 
     say("importing the demo notes", 0.7)
-    notes = generate_notes(cfg.n_notes, seed=cfg.seed)
+    # Notes in every genre and style, written from the dev template families:
+    # wording the starter was not trained on.
+    notes = generate_notes(cfg.n_notes, seed=cfg.seed, families="dev", **REALISTIC)
     try:
         project = repo.get_project(engine, PROJECT)
     except Exception:  # noqa: BLE001 - NotFound: first build
@@ -136,8 +139,9 @@ def build_demo(
                           source="demo: synthetic notes", actor=DEMO)
     mv = repo.register_model_version(
         engine, PROJECT, version=model.version, artifact_path=str(model_path),
-        n_train_docs=len(train_docs), hyperparams=TrainConfig(max_iterations=cfg.max_iterations).to_dict(),
-        metrics={"note": "starter model trained on a separate synthetic set"},
+        n_train_docs=int(model.metadata.get("documents", 0)), hyperparams=model.config.to_dict(),
+        metrics={"note": "the English starter model (synthetic notes, other patients)",
+                 "recall_bias": model.metadata.get("recall_bias")},
         activate=True, actor=DEMO,
     )
 

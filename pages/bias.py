@@ -17,6 +17,7 @@ from deid_core.ui.bias import (
     curve_chart,
     largest_bias_reaching,
     metrics_at_bias,
+    model_recall_bias,
 )
 from deid_core.ui.jobs import get_job, start_job
 from deid_core.ui.queue import predict_unreviewed
@@ -43,6 +44,36 @@ try:
 except DeidError as exc:
     st.error(f"The active model cannot be loaded: {md(exc)}")
     st.stop()
+
+job_name = f"predict:{project.id}"
+
+
+def use_bias(value: float) -> None:
+    """Save the bias (audited) and re-predict the unreviewed queue in the background."""
+    repo.update_project_settings(ctx.engine, project.name, {"bias": float(value)},
+                                 actor=ctx.user.username)
+    engine, name, version, version_id = ctx.engine, project.name, mv.version, mv.id
+    start_job(job_name, "Re-predicting the queue",
+              lambda progress: predict_unreviewed(engine, name, model, model_version=version,
+                                                  model_version_id=version_id, bias=float(value),
+                                                  progress=progress, actor=ctx.user.username))
+    state["encoded"] = {}
+    st.rerun()
+
+
+recall_bias = model_recall_bias(model)
+if recall_bias is not None:
+    info = model.metadata.get("recall_bias_info") or {}
+    st.caption(
+        f"Model {mv.version} records a recall bias of {recall_bias:+.2f}: the largest bias that"
+        f" reached {100 * float(info.get('target', 0.97)):.0f}% character recall on its own"
+        " held-out synthetic notes (not your notes: check it on reviewed notes below)."
+    )
+    recall_job = get_job(job_name)
+    if st.button(f"Use the model's recall bias ({recall_bias:+.2f}) for this project", key="use_recall_bias",
+                 disabled=recall_job is not None and recall_job.running):
+        state["bias_slider"] = recall_bias
+        use_bias(recall_bias)
 
 MAX_NOTES = 300
 gold = list(repo.reviewed_corpus(ctx.engine, project.name))[-MAX_NOTES:]
@@ -93,20 +124,11 @@ st.caption(
 
 st.altair_chart(curve_chart(cache["points"], point), width="content")
 
-job_name = f"predict:{project.id}"
 job = get_job(job_name)
 running = job is not None and job.running
 if st.button("Use for this project", type="primary", disabled=running, key="use_bias",
              help="Save the bias (audited) and re-predict the unreviewed queue in the background"):
-    repo.update_project_settings(ctx.engine, project.name, {"bias": float(bias)},
-                                 actor=ctx.user.username)
-    engine, name, version, version_id = ctx.engine, project.name, mv.version, mv.id
-    start_job(job_name, "Re-predicting the queue",
-              lambda progress: predict_unreviewed(engine, name, model, model_version=version,
-                                                  model_version_id=version_id, bias=float(bias),
-                                                  progress=progress, actor=ctx.user.username))
-    state["encoded"] = {}
-    st.rerun()
+    use_bias(bias)
 
 
 @st.fragment(run_every=1.0)

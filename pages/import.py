@@ -13,6 +13,8 @@ from deid_core.schemes import BUILTIN_SCHEMES
 from deid_core.store import repository as repo
 from deid_core.store.importers import FORMATS, import_paths
 from deid_core.ui.importing import format_mismatch
+from deid_core.ui.jobs import get_job, start_job
+from deid_core.ui.learning import install_starter, predict_with_active, starter_applies
 from deid_core.ui.resources import guard
 from deid_core.ui.safe_text import md
 
@@ -34,9 +36,32 @@ with st.expander("Create a project", expanded=ctx.project is None):
             else:
                 st.session_state["project"] = name.strip()
                 st.session_state.pop("project_select", None)  # let the sidebar follow
+                if starter_applies(lang, scheme):
+                    # Start from the bundled starter model (built on first use, minutes).
+                    engine, new, actor = ctx.engine, name.strip(), ctx.user.username
+                    start_job(f"starter:{new}", "Installing the starter model",
+                              lambda progress: install_starter(engine, new, actor, progress=progress))
                 st.rerun()
 
 project = ctx.need_project()
+
+
+@st.fragment(run_every=2.0)
+def starter_status() -> None:
+    j = get_job(f"starter:{project.name}")
+    if j is None:
+        return
+    snap = j.snapshot()
+    if snap["status"] == "running":
+        st.progress(snap["fraction"], text=f"Starter model: {snap['message']}")
+    elif snap["status"] == "failed":
+        st.error(f"The starter model could not be installed: {snap['error']}")
+    else:
+        st.success("The starter model is this project's active model: imported notes are"
+                   " pre-annotated with it.")
+
+
+starter_status()
 st.write(f"Importing into **{md(project.name)}** ({project.lang}, {md(project.scheme)}).")
 HELP = {
     "jsonl": "JSON Lines in the shared span format (.jsonl)",
@@ -99,6 +124,12 @@ if st.button("Import", type="primary", disabled=not files, key="imp_go"):
             log.error("import failed with %s", type(exc).__name__)
             st.error(f"Nothing was imported: unexpected {type(exc).__name__} (see the server log).")
         else:
+            starter_job = get_job(f"starter:{project.name}")
+            if result.n_imported and not (starter_job is not None and starter_job.running):
+                # Pre-annotate the new notes with the active model (the starter at first).
+                engine, name, who = ctx.engine, project.name, ctx.user.username
+                start_job(f"predict:{project.id}", "Pre-annotating the imported notes",
+                          lambda progress: predict_with_active(engine, name, who, progress=progress))
             st.session_state["import_report"] = {
                 "message": f"Imported {result.n_imported} notes with {result.n_spans} spans"
                            f" (batch {result.batch_id}).",

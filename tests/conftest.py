@@ -18,6 +18,19 @@ BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 os.environ.setdefault("DEID_SESSION_SECRET", "tests only: not a real session secret")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _starter_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test builds the full-size starter model or writes to the user's data directory.
+
+    Tests that resolve the starter get the real code path at the test-only size
+    (``DEID_STARTER_SIZE=tiny``) in a cache private to the session.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEID_STARTER_DIR", str(tmp_path_factory.mktemp("starter-session")))
+        mp.setenv("DEID_STARTER_SIZE", "tiny")
+        yield
+
+
 def _postgres_base() -> str:
     """The PostgreSQL URL from the environment; skip (or, in CI, fail) without one."""
     base = os.environ.get(POSTGRES_ENV)

@@ -59,10 +59,10 @@ def register(subparsers: Any) -> None:
             " document log-probability in meta: logprob, logprob_per_token, model_version, bias."
         ),
     )
-    p.add_argument("--model", required=True, help="model directory")
+    add_model_arguments(p)
     p.add_argument("--input", required=True, help="JSONL corpus to tag (gold spans are ignored)")
     p.add_argument("--output", required=True, help="JSONL file to write")
-    p.add_argument("--bias", type=float, default=0.0, help="O-label bias; < 0 favours recall (default 0)")
+    add_bias_argument(p)
     p.set_defaults(func=run_predict)
 
     e = subparsers.add_parser(
@@ -85,13 +85,58 @@ def register(subparsers: Any) -> None:
             " character-level PHI recall is at least 0.99, or null if none reaches it."
         ),
     )
-    b.add_argument("--model", required=True, help="model directory")
+    add_model_arguments(b)
     b.add_argument("--gold", required=True, help="gold JSONL corpus")
     b.add_argument("--from", dest="start", type=float, default=-4.0, help="lowest bias (default -4)")
     b.add_argument("--to", dest="stop", type=float, default=2.0, help="highest bias (default 2)")
     b.add_argument("--step", type=float, default=0.25, help="bias step (default 0.25)")
     b.add_argument("--json", action="store_true", help="print the result as one JSON object")
     b.set_defaults(func=run_bias_sweep)
+
+
+def bias_type(text: str) -> float | str:
+    """argparse type for ``--bias``: a number or ``recall``."""
+    from deid_core.engine.recall_bias import parse_bias
+
+    try:
+        return parse_bias(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_bias_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--bias", type=bias_type, default=0.0, metavar="BIAS|recall",
+        help="O-label bias; < 0 favours recall (default 0). 'recall': the bias the model recorded"
+             " for 97%% character recall on its dev notes (the starter models record one)",
+    )
+
+
+def add_model_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--model", help="model directory (default: the bundled starter model for --lang,"
+                        " built and cached on first use)",
+    )
+    parser.add_argument("--lang", default="en", choices=("en", "es"),
+                        help="language of the starter model used without --model (default: en)")
+
+
+def model_dir(args: argparse.Namespace) -> str:
+    """``--model``, or the starter for ``--lang`` (built with a progress bar on first use)."""
+    if args.model:
+        return str(args.model)
+    from deid_core.synthetic.starter import ensure_starter, is_built, starter_dir
+
+    if is_built(args.lang):
+        return str(starter_dir(args.lang))
+    print(f"no --model: building the {args.lang} starter model in {starter_dir(args.lang)}"
+          " (first use only, a few minutes on one core)", file=sys.stderr)
+    bar = _Bar("building the starter model")
+    try:
+        path = ensure_starter(args.lang, progress=bar)
+    finally:
+        bar.close()
+    return str(path)
 
 
 class _Bar:
@@ -193,14 +238,16 @@ def _without_examples(result: dict[str, Any]) -> dict[str, Any]:
 def run_predict(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_jsonl, write_jsonl
     from deid_core.engine.model import DeidModel, freeze_loaded_heap
+    from deid_core.engine.recall_bias import resolve_bias
 
-    model = DeidModel.load(args.model)
     docs = read_jsonl(args.input, allow_overlap=True)
+    model = DeidModel.load(model_dir(args))
+    bias = resolve_bias(args.bias, model.metadata, f"model {model.version}")
     freeze_loaded_heap()
-    preds = model.predict_many(docs, bias=args.bias, progress=True)
+    preds = model.predict_many(docs, bias=bias, progress=True)
     write_jsonl(args.output, [p.to_document(d) for p, d in zip(preds, docs)])
     n_spans = sum(len(p.spans) for p in preds)
-    print(f"{len(docs)} documents, {n_spans} spans (model {model.version}, bias {args.bias:g}) -> {args.output}")
+    print(f"{len(docs)} documents, {n_spans} spans (model {model.version}, bias {bias:g}) -> {args.output}")
     return 0
 
 
@@ -221,16 +268,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def run_bias_sweep(args: argparse.Namespace) -> int:
     from deid_core.corpus import read_nonempty_jsonl
     from deid_core.engine.model import DeidModel, bias_grid
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
     from deid_core.evaluation.bias_sweep import bias_sweep
 
     grid = bias_grid(args.start, args.stop, args.step)
-    model = DeidModel.load(args.model)
     gold = read_nonempty_jsonl(args.gold)
+    model = DeidModel.load(model_dir(args))
+    recorded = model.metadata.get(RECALL_BIAS_KEY)
     bar = _Bar("bias sweep")
     try:
         result = bias_sweep(model, gold, grid, progress=bar)
     finally:
         bar.close()
+    result["model_version"] = model.version
+    result["recorded_recall_bias"] = recorded
     if args.json:
         print(json.dumps(result))
         return 0
@@ -246,4 +297,6 @@ def run_bias_sweep(args: argparse.Namespace) -> int:
         "largest bias reaching char recall >= 0.99: "
         + ("none in range" if first is None else f"{first:g}")
     )
+    if recorded is not None:
+        print(f"model {model.version} records recall bias {recorded:g} (--bias recall)")
     return 0

@@ -112,9 +112,19 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resolve_model_and_bias(args: argparse.Namespace) -> None:
+    """``--model`` defaults to the starter for ``--lang``; ``--bias recall`` to its recorded value."""
+    from deid_core.cli.engine import model_dir
+    from deid_core.engine.recall_bias import resolve_bias_for_dir
+
+    args.model = model_dir(args)
+    args.bias = resolve_bias_for_dir(args.bias, args.model)
+
+
 def run_deidentify(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    _resolve_model_and_bias(args)
     if args.engine == "dask":
         return run_deidentify_dask(args)
     if len(args.input) != 1:
@@ -249,6 +259,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
+    from deid_core.cli.engine import add_bias_argument, add_model_arguments
     from deid_core.protect.export import FORMATS
 
     d = subparsers.add_parser(
@@ -256,7 +267,7 @@ def register(subparsers: Any) -> None:
         description="Predict PHI with a model and write de-identified JSONL (spans over the new"
                     " text). The output is leak-checked; a leak stops the write (exit 3).",
     )
-    d.add_argument("--model", required=True, help="model directory")
+    add_model_arguments(d)
     d.add_argument("--input", required=True, nargs="+",
                    help="JSONL corpus (shared format); with --engine dask also Parquet/CSV paths or globs")
     d.add_argument("--output", required=True,
@@ -276,7 +287,7 @@ def register(subparsers: Any) -> None:
     d.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
                    help="one operator for every label (default: surrogate)")
     d.add_argument("--operators", metavar="YAML", help="per-label operator settings (see docs/export.md)")
-    d.add_argument("--bias", type=float, default=0.0, help="O-label bias (negative favours recall)")
+    add_bias_argument(d)
     d.add_argument("--unknown-labels", choices=("error", "tag"), default="error",
                    help="labels with no surrogate kind under --mode surrogate: error (default) or"
                         " tag them")

@@ -108,6 +108,8 @@ def tqdm_progress(desc: str) -> tuple[Callable[[str, float], None], Callable[[],
 
 
 def register(subparsers: Any) -> None:
+    from deid_core.cli.engine import bias_type
+
     # project
     p = subparsers.add_parser("project", help="create and list annotation projects")
     sub = p.add_subparsers(dest="project_command", metavar="ACTION")
@@ -117,6 +119,9 @@ def register(subparsers: Any) -> None:
     c.add_argument("--scheme", default="i2b2_2014",
                    help="label scheme: i2b2_2014, meddocan, presidio_synth or a YAML path")
     c.add_argument("--bias", type=float, default=0.0, help="initial O-label bias")
+    c.add_argument("--starter", action="store_true",
+                   help="start from the bundled starter model for --lang (built and cached on first"
+                        " use) as the first active model version")
     _common(c)
     c.set_defaults(func=run_project_create)
     ls = sub.add_parser("list", help="list projects with document counts")
@@ -174,8 +179,9 @@ def register(subparsers: Any) -> None:
                     " the spans with the document log-probability that orders the review queue."
                     " Notes already predicted by that version are skipped unless --redo.")
     pq.add_argument("--project", required=True)
-    pq.add_argument("--bias", type=float, default=None,
-                    help="O-label bias (default: the project's setting)")
+    pq.add_argument("--bias", type=bias_type, default=None, metavar="BIAS|recall",
+                    help="O-label bias (default: the project's setting); 'recall': the active"
+                         " model's recorded recall bias")
     pq.add_argument("--redo", action="store_true",
                     help="also re-predict notes this model version already predicted")
     pq.add_argument("--limit", type=int, default=None, help="predict at most N notes")
@@ -230,9 +236,24 @@ def run_project_create(args: argparse.Namespace) -> int:
     from deid_core.store.repository import create_project
 
     engine = _engine(args)
+    if args.starter:
+        from deid_core.errors import ModelError
+        from deid_core.ui.learning import starter_applies
+
+        if not starter_applies(args.lang, args.scheme):
+            raise ModelError(f"no starter model for {args.lang!r} notes in scheme {args.scheme!r}")
     info = create_project(engine, args.name, lang=args.lang, scheme=args.scheme,
                           settings={"bias": args.bias}, actor=_actor(args, engine))
     print(f"created project {info.name!r} (lang {info.lang}, scheme {info.scheme})")
+    if args.starter:
+        from deid_core.ui.learning import install_starter
+
+        progress, close = tqdm_progress("starter model")
+        try:
+            result = install_starter(engine, info.name, _actor(args, engine), progress=progress)
+        finally:
+            close()
+        print(f"active model: starter {result['version']}")
     return 0
 
 
@@ -279,11 +300,20 @@ def run_predict_queue(args: argparse.Namespace) -> int:
     from deid_core.store.predict import predict_queue
 
     engine = _engine(args)
+    bias = args.bias
+    if isinstance(bias, str):  # "recall": the active model's recorded recall bias
+        from deid_core.engine.recall_bias import resolve_bias_for_dir
+        from deid_core.errors import ModelError
+        from deid_core.store.repository import active_model_version
+
+        mv = active_model_version(engine, args.project)
+        if mv is None:
+            raise ModelError(f"project {args.project!r} has no active model, so no recall bias")
+        bias = resolve_bias_for_dir(bias, mv.artifact_path)
     progress, close = (None, lambda: None) if args.quiet else tqdm_progress("predict")
     try:
-        result = predict_queue(engine, args.project, bias=args.bias, redo=args.redo,
-                               limit=args.limit, actor=_actor(args, engine),
-                               progress=progress)
+        result = predict_queue(engine, args.project, bias=bias, redo=args.redo,
+                               limit=args.limit, actor=_actor(args, engine), progress=progress)
     finally:
         close()
     print(f"predicted {result.n_predicted} notes ({result.n_spans} spans) with model"

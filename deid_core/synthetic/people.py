@@ -295,6 +295,7 @@ class Patient:
     hospital: Place
     practice: Place
     team: dict[str, Person] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
 
 
 def person(fake: Fake, sex: str | None = None) -> Person:

@@ -85,7 +85,9 @@ SLOT_ROLES: dict[str, str | None] = {}
 PERSON_FORMATS = ("full", "formal", "lastfirst", "caps", "last", "surname", "first", "initial",
                   "initials", "lower", "sig", "header")
 TEAM = ("attending", "pcp", "consultant", "consultant2", "referrer", "resident", "radiologist",
-        "labdir", "nurse", "tech")
+        "labdir", "nurse", "tech",
+        # issue 12: clinicians who are named without "Dr." in shorthand notes
+        "nurse2", "sw", "casemgr", "chaplain", "therapist", "rt")
 
 
 def slot_key(name: str) -> str:
@@ -204,6 +206,58 @@ def _s_sexo_letra(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
         w.phi("H" if male else "M", "SEX")
 
 
+KIN_FORMATS = ("kin", "paren", "first", "first_only", "name", "kin_first", "kin_full")
+
+
+def named_relative(note: Note) -> tuple[str, Person]:
+    """A relative named by kinship, kept per patient: the usual one or a second one."""
+    p = note.patient
+    if "kin2" not in p.team:
+        word, sex = note.rng.choice(_lex(note)["kin_named"])
+        rel = person(p.fake, sex)
+        if word in ("daughter", "son", "sister", "brother", "dtr") and note.rng.random() < 0.5:
+            rel = Person(rel.first, rel.middle, p.person.last, rel.sex)
+        p.team["kin2"] = rel
+        p.extra["kin2"] = word
+        p.extra["kin_pick"] = "kin2" if note.rng.random() < 0.5 else "relative"
+    if p.extra["kin_pick"] == "relative":
+        return p.relation, p.relative
+    return p.extra["kin2"], p.team["kin2"]
+
+
+@slot("kinfirst", KIN_FORMATS, role="RELATIVE")
+def _s_kinfirst(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """A relative's first name after a kinship word: "daughter Mary", "wife (Ann)"."""
+    word, rel = named_relative(note)
+    fmt = fmt or "kin"
+    if fmt == "kin_first":
+        fmt = note.rng.choice(("kin", "paren"))
+    if fmt in ("first", "first_only", "name"):
+        w.phi(rel.first, "RELATIVE")
+    elif fmt == "paren":
+        w.lit(f"{word} (")
+        w.phi(rel.first, "RELATIVE")
+        w.lit(")")
+    elif fmt == "kin_full":
+        w.lit(f"{word}{note.rng.choice((' ', ', '))}")
+        w.phi(rel.fmt(note.rng.choice(("full", "full", "formal"))), "RELATIVE")
+    else:
+        w.lit(f"{word} ")
+        w.phi(rel.first, "RELATIVE")
+
+
+def phone_odd(rng: Random) -> str:
+    """An area code and seven digits in the spacings people type, sometimes with an extension."""
+    a = f"{rng.randint(2, 9)}{digits(rng, 2)}"
+    b = f"{rng.randint(2, 9)}{digits(rng, 2)}"
+    c = digits(rng, 4)
+    out = rng.choice([f"{a} {b} {c}", f"({a}){b} {c}", f"{a}-{b}{c}", f"{a}{b}{c}", f"{a} {b}{c}",
+                      f"{a}/{b}-{c}", f"({a}) {b} {c}", f"{a}.{b}.{c}", f"{a} {b}-{c}", f"1-{a}-{b}-{c}"])
+    if rng.random() < 0.15:
+        out += rng.choice((f" x{digits(rng, 4)}", f" x{digits(rng, 3)}"))
+    return out
+
+
 # ------------------------------------------------------------------ identifiers and places
 
 
@@ -285,13 +339,15 @@ phi_value("h2_zip", "ZIP", lambda n: n.patient.practice.zip)
 phi_value("fax", "FAX", lambda n: n.patient.practice.fax)
 phi_value("doc_phone", "PHONE", _doc_phone)
 phi_value("pager", "PHONE", lambda n: n.rng.choice([digits(n.rng, 5), f"{n.rng.randint(1, 9)}-{digits(n.rng, 4)}", n.patient.fake.phone()]))
+phi_value("pager5", "PHONE", lambda n: digits(n.rng, 5))
+phi_value("ext", "PHONE", lambda n: n.rng.choice([digits(n.rng, 4), digits(n.rng, 5), f"{n.rng.randint(2, 9)}-{digits(n.rng, 4)}"]))
+phi_value("phone_odd", "PHONE", lambda n: phone_odd(n.rng))
 phi_value("street_other", "STREET", lambda n: n.patient.fake.street_name())
 phi_value("city_other", "CITY", lambda n: n.patient.fake.city())
 phi_value("pais_hospital", "COUNTRY", lambda n: "España" if n.lang == "es" else "USA")
 phi_value("region", "STATE", lambda n: n.rng.choice(_lex(n)["regions"]))
 phi_value("state_other", "STATE", lambda n: n.rng.choice(_lex(n)["states"])[1])
 phi_value("lab_org", "ORGANIZATION", lambda n: f"{n.patient.fake.last_name()} {n.rng.choice(_lex(n)['lab_suffixes'])}")
-phi_value("facility", "HOSPITAL", lambda n: _named(n, "facilities_suffix"))
 phi_value("home_care", "ORGANIZATION", lambda n: _named(n, "home_care_suffix"))
 phi_value("location_other", "LOCATION-OTHER", lambda n: _named(n, "location_other_suffix"))
 
@@ -313,6 +369,20 @@ def _s_hospital(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
         w.phi(note.patient.hospital.name.upper(), "HOSPITAL")
     else:
         w.phi(note.patient.hospital.name, "HOSPITAL")
+
+
+@slot("facility", ("short", "lower", "abbr"), role="HOSPITAL")
+def _s_facility(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """Rehabs and nursing homes: full name, a short one-word suffix, lowercase, or initials."""
+    if fmt is None:
+        w.phi(_named(note, "facilities_suffix"), "HOSPITAL")
+        return
+    name = _named(note, "facility_short_suffix" if fmt != "abbr" else "facilities_suffix")
+    if fmt == "lower":
+        name = name.lower()
+    elif fmt == "abbr":
+        name = _initials(name)
+    w.phi(name, "HOSPITAL")
 
 
 @slot("state", ("full",), role="STATE")
@@ -434,6 +504,15 @@ def fmt_date(d: date, style: str) -> str:
         return f"{_MONTHS[m - 1]} {dd}{suffix}"
     if style == "month":
         return _MONTHS[m - 1]
+    if style in ("mon_dth", "dth_of_month"):
+        suffix = "th" if 11 <= dd <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(dd % 10, "th")
+        return f"{_MON[m - 1]} {dd}{suffix}" if style == "mon_dth" else f"{dd}{suffix} of {_MONTHS[m - 1]}"
+    if style == "myy":
+        return f"{m}/{y % 100:02d}"
+    if style == "mmyy":
+        return f"{m:02d}/{y % 100:02d}"
+    if style == "myyyy":
+        return f"{m}/{y}"
     if style == "month_y":
         return f"{_MONTHS[m - 1]} {y}"
     if style == "year":
@@ -495,6 +574,28 @@ def _s_date_range(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
 @slot("year", role="DATE")
 def _s_year(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     w.phi(str(_relative_date(note, "prior").year), "DATE")
+
+
+_SHORT_DATE_STYLES = ("md", "md", "md", "md", "mdyy", "month_dth", "mon_dth", "dth_of_month", "mon_d")
+
+
+@slot("sdate", WHEN_KEYS, role="DATE")
+def _s_sdate(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """Shorthand dates: "3/4", "3/4/98", "March 4th", "4th of March"."""
+    d = _relative_date(note, fmt or "note")
+    w.phi(fmt_date(d, note.rng.choice(_SHORT_DATE_STYLES)), "DATE")
+
+
+@slot("yy", role="DATE")
+def _s_yy(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    """A bare two-digit year in a history list ("CABG '98", "MI 95"); the apostrophe is not PHI."""
+    w.phi(f"{_relative_date(note, 'prior').year % 100:02d}", "DATE")
+
+
+@slot("month_yy", role="DATE")
+def _s_month_yy(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
+    d = _relative_date(note, "prior")
+    w.phi(fmt_date(d, note.rng.choice(("myy", "myy", "mmyy", "myyyy"))), "DATE")
 
 
 @slot("when", WHEN_KEYS, role="DATE")
@@ -670,6 +771,9 @@ filler("labs_chem", _labs_chem)
 filler("labs_cbc", _labs_cbc)
 filler("analitica", _analitica)
 filler("time", lambda n, t: f"{n.rng.randint(0, 23):02d}:{n.rng.choice(['00', '15', '30', '45', '10', '52'])}")
+filler("time_mil", lambda n, t: f"{n.rng.randint(0, 23):02d}{n.rng.choice(['00', '00', '15', '30', '45'])}")  # "by 2000": not PHI
+filler("vent", _choice("vents"))
+filler("imaging_exam", _choice("imaging_exams"))
 filler("time_ampm", lambda n, t: f"{n.rng.randint(1, 12)}:{n.rng.choice(['00', '15', '30', '45'])} {n.rng.choice(['AM', 'PM'])}")
 filler("hd", lambda n, t: str((n.dates["note"] - n.dates["admit"]).days + 1))
 filler("hd_any", lambda n, t: str(n.rng.randint(1, (n.dates["note"] - n.dates["admit"]).days + 1)))

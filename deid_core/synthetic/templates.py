@@ -8,9 +8,10 @@ section instead of surfacing halfway through a 20,000-note corpus.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -66,6 +67,7 @@ class Kind:
     sections: tuple[tuple[str, float], ...]
     footer: tuple[Entry, ...]
     block_sep: str  # between title, header, sections and footer
+    default: bool = True  # part of the mix when no kinds are asked for
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ def load_templates(lang: str = "en") -> Templates:
             sections=tuple(secs),
             footer=_entries(k.get("footer"), f"{name}.footer"),
             block_sep=str(k.get("block_sep", "\n\n")),
+            default=bool(k.get("default", True)),
         )
     scheme = str(raw["scheme"])
     templates = Templates(lang, scheme, dict(raw.get("labels") or {}), kinds, sections, raw["lexicon"])
@@ -172,3 +175,104 @@ def check_templates(t: Templates) -> None:
                     f"synthetic templates ({t.lang}): {where} slot {name!r} writes role {role},"
                     f" which has no label in scheme {t.scheme}"
                 )
+
+
+# ---------------------------------------------------------------- template families
+
+FAMILIES = ("all", "train", "dev")
+_DEV_SHARE = 4  # about one worded template in four goes to the dev family
+
+
+def has_wording(parsed: Parsed) -> bool:
+    """Whether a template carries words of its own (``"{med}"`` or ``"{dx}."`` do not)."""
+    return any(isinstance(i, str) and re.search(r"[A-Za-z]{2}", i) for i in parsed)
+
+
+def template_key(parsed: Parsed) -> str:
+    return hashlib.sha1(repr(parsed).encode("utf-8")).hexdigest()
+
+
+def _lists(t: Templates) -> Iterator[tuple[Parsed, ...]]:
+    """Every list of alternatives, in file order."""
+    for k in t.kinds.values():
+        yield k.titles
+        for e in (*k.header, *k.footer):
+            yield e.choices
+    for sec in t.sections.values():
+        yield sec.titles
+        yield sec.first
+        yield sec.items
+
+
+@lru_cache(maxsize=4)
+def family_assignment(lang: str) -> dict[str, str]:
+    """Template key -> ``train`` or ``dev``, one family per wording across the whole file.
+
+    A wording goes to dev when its hash says so (about one in four), so adding
+    a template moves no other one. A wording that occurs in a single list may
+    be moved so that the list has both a train and a dev alternative when it
+    has two or more; a wording shared by several lists keeps its hash's
+    family. Templates without wording of their own (``"{med}"``) are shared by
+    both families: they carry no phrasing a model could memorise.
+    """
+    t = load_templates(lang)
+    lists = [tuple(dict.fromkeys(template_key(p) for p in ch if has_wording(p))) for ch in _lists(t)]
+    seen: dict[str, int] = {}
+    for keys in lists:
+        for k in keys:
+            seen[k] = seen.get(k, 0) + 1
+    family = {k: "dev" if int(k[:8], 16) % _DEV_SHARE == 0 else "train" for k in seen}
+    for keys in lists:
+        if len(keys) < 2:
+            continue
+        movable = sorted(k for k in keys if seen[k] == 1)
+        fams = {family[k] for k in keys}
+        if "dev" not in fams and movable:
+            family[movable[0]] = "dev"
+        elif "train" not in fams and movable:
+            family[movable[-1]] = "train"
+    return family
+
+
+def _pick(choices: Sequence[Parsed], family: str, assignment: dict[str, str]) -> tuple[Parsed, ...]:
+    return tuple(p for p in choices if not has_wording(p) or assignment[template_key(p)] == family)
+
+
+@lru_cache(maxsize=8)
+def family_templates(lang: str, family: str) -> Templates:
+    """The templates of one family: ``all`` (every template), ``train`` or ``dev``.
+
+    The dev family shares no worded template with the train family, so a model
+    trained on one and scored on the other is measured on phrasings it has not
+    seen (slot values and the code-built shapes of dates, phones and names are
+    shared: they are what a model should learn).
+    """
+    t = load_templates(lang)
+    if family not in FAMILIES:
+        raise UnsupportedFormat(f"unknown template family {family!r}; use one of {', '.join(FAMILIES)}")
+    if family == "all":
+        return t
+    assignment = family_assignment(lang)
+
+    def entries(es: tuple[Entry, ...]) -> tuple[Entry, ...]:
+        out = []
+        for e in es:
+            picked = _pick(e.choices, family, assignment)
+            if picked:
+                out.append(Entry(e.p, picked))
+        return tuple(out)
+
+    sections = {
+        name: replace(s, titles=_pick(s.titles, family, assignment), first=_pick(s.first, family, assignment),
+                      items=_pick(s.items, family, assignment))
+        for name, s in t.sections.items()
+    }
+    kinds = {}
+    for name, k in t.kinds.items():
+        titles = _pick(k.titles, family, assignment)
+        if not titles:
+            raise UnsupportedFormat(f"synthetic templates ({lang}): kind {name} has no {family} title")
+        # A section left with nothing to say in this family is left out, not written as a bare title.
+        secs = tuple((sn, p) for sn, p in k.sections if sections[sn].first or sections[sn].items)
+        kinds[name] = replace(k, titles=titles, header=entries(k.header), footer=entries(k.footer), sections=secs)
+    return Templates(t.lang, t.scheme, t.labels, kinds, sections, t.lex)

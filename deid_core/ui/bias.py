@@ -56,6 +56,19 @@ class BiasPoint:
         }
 
 
+def model_recall_bias(model: Any) -> float | None:
+    """The recall bias a model recorded on its own dev notes (starters do), within the slider's range.
+
+    ``None`` when the model records none; the Bias page then offers only the slider.
+    """
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+
+    value = getattr(model, "metadata", {}).get(RECALL_BIAS_KEY)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(min(BIAS_MAX, max(BIAS_MIN, round(float(value) * 4) / 4)))
+
+
 def bias_grid(step: float = BIAS_STEP, lo: float = BIAS_MIN, hi: float = BIAS_MAX) -> list[float]:
     n = int(round((hi - lo) / step))
     return [round(lo + i * step, 6) for i in range(n + 1)]

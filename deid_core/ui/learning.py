@@ -111,6 +111,73 @@ def retrain_project(
     return summary
 
 
+def starter_applies(lang: str, scheme: str) -> bool:
+    """Whether a project in ``lang`` with ``scheme`` can start from a bundled starter model."""
+    from deid_core.synthetic.starter import STARTER_LANGS, recipe
+
+    return lang in STARTER_LANGS and recipe(lang).scheme == scheme
+
+
+def install_starter(
+    engine: Engine, project: str, actor: str, *, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Give a project the starter model as its first, active version and pre-annotate its queue.
+
+    The starter is built (first use) or taken from its cache, then copied into
+    the project's model directory: the cache is replaced when the code
+    changes, and a registered version must keep its files. A project that
+    already has an active model keeps it.
+    """
+    import shutil
+
+    from deid_core.engine.model import DeidModel
+    from deid_core.synthetic.starter import ensure_starter
+    from deid_core.ui.queue import predict_unreviewed
+
+    info = repo.get_project(engine, project)
+    if not starter_applies(info.lang, info.scheme):
+        raise DeidError(f"no starter model for {info.lang!r} notes in scheme {info.scheme!r}")
+    if repo.active_model_version(engine, project) is not None:
+        raise DeidError(f"project {project!r} already has an active model")
+    source = ensure_starter(info.lang, progress=_scale(progress, 0.0, 0.8))
+    target = models_dir(project) / source.name
+    if not target.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(source, tmp)
+        tmp.rename(target)
+    model = DeidModel.load(target)
+    mv = repo.register_model_version(
+        engine, project, version=model.version, artifact_path=str(target),
+        n_train_docs=int(model.metadata.get("documents", 0)), hyperparams=model.config.to_dict(),
+        metrics={"note": "starter model trained on synthetic notes", "starter": True,
+                 "recall_bias": model.metadata.get("recall_bias")},
+        activate=True, actor=actor,
+    )
+    n = predict_unreviewed(engine, project, model, model_version=mv.version, model_version_id=mv.id,
+                           bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.8, 1.0),
+                           actor=actor)
+    if progress is not None:
+        progress("starter model active", 1.0)
+    return {"version": mv.version, "predicted": n}
+
+
+def predict_with_active(
+    engine: Engine, project: str, actor: str, *, progress: Progress | None = None
+) -> int:
+    """Pre-annotate the unreviewed notes with the active model at the project's bias (0 if none)."""
+    from deid_core.engine.model import DeidModel
+    from deid_core.ui.queue import predict_unreviewed
+
+    mv = repo.active_model_version(engine, project)
+    if mv is None or not Path(mv.artifact_path).is_dir():
+        return 0
+    bias = float(repo.get_project(engine, project).settings.get("bias", 0.0))
+    return predict_unreviewed(engine, project, DeidModel.load(mv.artifact_path), model_version=mv.version,
+                              model_version_id=mv.id, bias=bias, progress=progress, actor=actor)
+
+
 def activate_and_repredict(
     engine: Engine, project: str, version: str, actor: str, *, progress: Progress | None = None
 ) -> int:

@@ -1,0 +1,56 @@
+"""App: a new English project starts from the starter model; the Bias page offers its recall bias."""
+
+from __future__ import annotations
+
+from app_support import PROJECT, app_as, seed_store, texts
+
+from deid_core.engine.model import DeidModel
+from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+from deid_core.store import repository as repo
+from deid_core.synthetic.starter import ensure_starter
+from deid_core.ui.jobs import get_job, wait
+
+
+def _engine(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = seed_store(url, n_notes=4, n_gold=4)
+    monkeypatch.setenv("DEID_DATABASE_URL", url)
+    monkeypatch.setenv("DEID_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
+    return engine
+
+
+def test_a_new_english_project_starts_from_the_starter(tmp_path, monkeypatch):
+    engine = _engine(tmp_path, monkeypatch)
+    at = app_as("ada", "admin", page="import")
+    at.text_input(key="new_project").input("ward")
+    at.selectbox(key="new_project_lang").select("en")
+    at.selectbox(key="new_project_scheme").select("i2b2_2014")
+    at.button[0].click().run()
+    assert not at.exception
+    job = get_job("starter:ward")
+    assert job is not None
+    wait(job, timeout=600)
+    assert job.snapshot()["status"] == "done", job.snapshot()
+    starter = DeidModel.load(ensure_starter("en"))
+    active = repo.active_model_version(engine, "ward")
+    assert active is not None and active.version == starter.version
+    assert active.artifact_path.startswith(str(tmp_path / "models"))
+
+
+def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
+    engine = _engine(tmp_path, monkeypatch)
+    path = ensure_starter("en")
+    model = DeidModel.load(path)
+    repo.register_model_version(engine, PROJECT, version=model.version, artifact_path=str(path),
+                                n_train_docs=1, activate=True)
+    at = app_as("ada", "admin", page="bias")
+    assert not at.exception
+    recall_bias = round(model.metadata[RECALL_BIAS_KEY] * 4) / 4
+    assert any("records a recall bias" in c for c in texts(at.caption))
+    at.button(key="use_recall_bias").click().run()
+    assert not at.exception
+    assert float(repo.get_project(engine, PROJECT).settings["bias"]) == recall_bias
+    job = get_job(f"predict:{repo.get_project(engine, PROJECT).id}")
+    if job is not None:
+        wait(job, timeout=120)
