@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from people import add_users
 
 from deid_core.cli import main
 from deid_core.corpus import read_jsonl, write_jsonl
@@ -196,6 +197,7 @@ def test_a_new_project_starts_from_the_starter(starter_env, tmp_path, monkeypatc
     monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
     monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
     engine = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+    add_users(engine, admins=("admin",))
     assert starter_applies("en", "i2b2_2014")
     assert not starter_applies("en", "presidio_synth") and not starter_applies("es", "meddocan")
     repo.create_project(engine, "ward", lang="en", scheme="i2b2_2014", actor="admin")
@@ -237,6 +239,7 @@ def test_predict_queue_bias_recall_uses_the_active_models_value(starter_env, tmp
     monkeypatch.setenv("DEID_MODEL_DIR", str(tmp_path / "models"))
     url = f"sqlite:///{tmp_path / 'q.db'}"
     engine = open_store(url)
+    add_users(engine, admins=("admin",))
     repo.create_project(engine, "q", lang="en", scheme="i2b2_2014", actor="admin")
     repo.create_project(engine, "empty", lang="en", scheme="i2b2_2014", actor="admin")
     docs = [d.with_spans(()) for d in generate_notes(2, seed=8)]
