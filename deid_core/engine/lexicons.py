@@ -43,6 +43,7 @@ class Lexicon:
     common: frozenset[str]
     stop: frozenset[str]
     names_first: frozenset[str]
+    department: frozenset[str] = frozenset()
 
     def is_name(self, word: str) -> bool:
         w = word.lower()
@@ -79,4 +80,5 @@ def load_lexicon(lang: str = "en") -> Lexicon:
         common=frozenset(_read_list(lang, "common_words")),
         stop=frozenset(str(w).lower() for w in context["stop"]),
         names_first=frozenset(str(w).lower() for w in context["names_first"]),
+        department=frozenset(str(w).lower() for w in context["department"]),
     )

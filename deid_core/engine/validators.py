@@ -334,11 +334,13 @@ def place_name(text: str, match: re.Match[str] | None = None) -> bool:
 
 @register("facility_name")
 def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
-    """Words before a facility cue ("Spaulding Rehab", "pine manor", "HEBREW REHAB").
+    """Words before a facility cue ("Spaulding Rehab", "Pine Ridge Manor", "spaulding rehab").
 
-    At least one word before the cue must be a name, a place, a word in no
-    list, or a capitalised word in a mixed-case line: "acute rehab",
-    "outpatient clinic" and "the hospital" are not facility names.
+    No word may be a department or specialty word ("Heart Failure Clinic",
+    "Cancer Center", "acute rehab") or a lower-case stop word; and at least one
+    word must be a name, a place, a word in no list, or a capitalised word in a
+    mixed-case line. In a lower-case or capitals phrase, the name word and the
+    cue must share their case ("echocardiogram Hospital Course" is two things).
     """
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
@@ -348,21 +350,28 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         return False
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
-    # the cue may be two words ("medical center", "nursing home")
-    if cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab"}:
+    # the cue may be two words ("medical center", "nursing home", "family medicine")
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional"}:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
     evidence = False
     for word in cue_free:
+        low = word.lower()
+        if low in lexicon.department:
+            return False
         kind = lexicon.classify(word)
-        if kind == STOP and len(word) > 2:
-            return False
         capitalised = word[0].isupper() and not caps and not word.isupper()
-        if kind == COMMON and not capitalised:
+        if kind in (STOP, COMMON) and not capitalised:
             return False
-        if kind != COMMON and kind != STOP or capitalised or lexicon.is_place(word):
+        if kind not in (COMMON, STOP) or capitalised or lexicon.is_place(word):
             evidence = True
+    if evidence and not any(w[0].isupper() and not caps and not w.isupper() for w in cue_free):
+        # a lower-case or capitals name: the cue word must be written the same way
+        cue = words[-1]
+        first = cue_free[0]
+        if first.isupper() != cue.isupper() or first.islower() != cue.islower():
+            return False
     return evidence
 
 
@@ -388,3 +397,58 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
         if kind == COMMON or lexicon.classify(words[0]) == "ambiguous" or len(words[0]) < 4:
             return words[0][0].isupper() and not caps and not words[0].isupper()
     return True
+
+
+@register("patient_title")
+def patient_title(text: str, match: re.Match[str] | None = None) -> bool:
+    """``person_strong`` after "Mr."/"Mrs."/"Ms.", except a capitals "MR" in a mixed-case line (mitral regurgitation)."""
+    if match is not None:
+        title = match.group(0)[: match.start(1) - match.start(0)].strip().rstrip(".")
+        if title.isupper() and not _caps_line(match.string, match.start(), match.end()):
+            return False
+    return person_strong(text, match)
+
+
+_REFERENCE_CUE = re.compile(
+    r"(?i:\b(?:ref(?:erence)?|auth(?:orization)?|order|acct|account|claim|room|rm|bed|lot|case|ticket|"
+    r"id|mrn|unit|invoice|confirmation|conf|tracking|policy|member|group|rx)\b[^\n]{0,6})$"
+)
+
+
+@register("pager_context")
+def pager_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """A five-digit pager, unless the "#" follows a reference, order, room or account cue ("ref # 88812")."""
+    if match is None:
+        return True
+    start = match.start()
+    return _REFERENCE_CUE.search(match.string[max(0, start - 24) : start]) is None
+
+
+# State codes that are also credentials or English words after a comma ("Hutchins, PA", "Lee, MD").
+_STATE_LOOKALIKES = frozenset({"MD", "PA", "IN", "OR", "ME", "OK", "HI", "DO"})
+
+
+@register("state_after_place")
+def state_after_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """A state name or code after a comma, when the words before the comma are a lexicon place."""
+    if match is None or match.lastindex is None or match.lastindex < 2:
+        return False
+    from deid_core.engine.lexicons import load_lexicon
+
+    if match.group(2) in _STATE_LOOKALIKES:
+        return False
+    lexicon = load_lexicon("en")
+    place = match.group(1)
+    words = place.split()
+    candidates = [place] + ([words[-1]] if len(words) > 1 else [])
+    return any(lexicon.is_place(c) and c.lower() not in lexicon.stop for c in candidates)
+
+
+@register("street_words")
+def street_words(text: str, match: re.Match[str] | None = None) -> bool:
+    """A street address whose name words are not clinical or stop words ("12 Main St", not "5 Units Ct")."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)[:-1]
+    return bool(words) and all(lexicon.classify(w) != STOP for w in words)
