@@ -16,7 +16,8 @@ second, one process).
 
 ``--ablation N`` trains CRF models on N generated notes
 (``deid_core.synthetic.generate_notes(N, seed=--seed)``) with parts switched
-off (lexicon gazetteer, the issue-12 rules) and scores each the same way, so
+off (lexicon word features, the line-case feature, the issue-12 rules) and
+scores each the same way, so
 that the report can say what each part adds. ``--old-rules PATH`` names the
 rule file before issue 12 for the "rules before" rows.
 """
@@ -106,21 +107,22 @@ def evaluate_taggers(taggers: dict[str, Any], sets: dict[str, list[Document]]) -
 
 
 def ablation(args: argparse.Namespace, sets: dict[str, list[Document]]) -> dict[str, Any]:
-    from deid_core.engine.model import TrainConfig, train_model
+    from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.schemes import load_scheme
     from deid_core.synthetic import generate_notes
 
     docs = generate_notes(args.ablation, seed=args.seed)
     scheme = load_scheme("i2b2_2014")
     base = TrainConfig(max_iterations=args.max_iterations)
-    variants: dict[str, TrainConfig] = {"all parts": base}
-    variants["no lexicon gazetteer"] = TrainConfig(max_iterations=args.max_iterations, lexicon_gazetteer=False)
+    variants: dict[str, TrainConfig] = {
+        "all parts": base,
+        "no lexicon features": with_config(base, features={"lexicon": ""}),
+        "no line-case feature": with_config(base, features={"line_case": False}),
+    }
     if args.old_rules:
-        variants["rules before issue 12"] = TrainConfig(
-            max_iterations=args.max_iterations, rules_path=str(args.old_rules)
-        )
-        variants["rules before issue 12, no lexicon gazetteer"] = TrainConfig(
-            max_iterations=args.max_iterations, rules_path=str(args.old_rules), lexicon_gazetteer=False
+        variants["rules before issue 12"] = with_config(base, rules_path=str(args.old_rules))
+        variants["before issue 12 (old rules, no lexicon, no line case)"] = with_config(
+            base, rules_path=str(args.old_rules), features={"lexicon": "", "line_case": False}
         )
     out: dict[str, Any] = {}
     for name, config in variants.items():

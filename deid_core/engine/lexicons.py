@@ -27,6 +27,11 @@ from deid_core.errors import UnsupportedFormat
 
 STOP, NAME, AMBIGUOUS, COMMON, UNKNOWN = "stop", "name", "ambiguous", "common", "unknown"
 
+#: Names the lexicon files and their reading: a model records it with its
+#: features, and refuses to load against a different one. Change it whenever
+#: scripts/build_lexicons.py's output or en_context.yaml changes.
+LEXICON_VERSION = "en-1"
+
 
 def _read_list(lang: str, name: str) -> list[str]:
     resource = resources.files("deid_core").joinpath(f"data/lexicons/{lang}/{name}.txt.gz")
