@@ -310,3 +310,27 @@ def test_visible_chars_ignore_whitespace() -> None:
     half = [Document("a", "Jane  Smith x", (Span(0, 4, "PATIENT"), Span(12, 13, "PATIENT")))]
     scores = visible_char_prf(gold, half)
     assert scores["overlap_chars"] == 4 and scores["pred_chars"] == 5
+
+
+# -- literal anchors with word-edge marks ------------------------------------------------
+
+
+def test_anchor_edge_marks_keep_only_word_hits() -> None:
+    from deid_core.engine.rules import Rule, anchor_windows
+
+    text = "drug address; dr smith; Dr. Jones"
+    windows = anchor_windows(text, ("\\bdr\\b",), 0, 10)
+    hit_words = [text[a:b] for a, b in windows]
+    assert all("drug" not in w and "address" not in w for w in hit_words)
+    rule = Rule("t", "DOCTOR", r"(?i:\bdr\b\.?\s+)(\w+)", group=1, anchor=("\\bdr\\b",), window=(0, 12))
+    rules = RuleSet([rule])
+    assert [text[s.start : s.end] for s in rules.find(text)] == ["smith", "Jones"]
+    assert rules.find(text) == rules.find(text, use_anchors=False)
+
+
+def test_anchor_edge_marks_alone_are_an_error() -> None:
+    from deid_core.engine.rules import Rule
+    from deid_core.errors import RuleError
+
+    with pytest.raises(RuleError, match="edge marks"):
+        Rule("t", "DOCTOR", r"dr", anchor=("\\b",))
