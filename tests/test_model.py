@@ -18,6 +18,7 @@ from deid_core.engine.model import (
     bias_grid,
     learn_rule_mapping,
     train_model,
+    unshadowed,
     with_config,
 )
 from deid_core.engine.tagging import OUTSIDE
@@ -242,6 +243,17 @@ def test_rule_mapping_keeps_declared_standalone_labels() -> None:
     assert "declared" not in stats["rule:noisy"]
     # without declared labels the old behaviour: unmatched rules are features only
     assert learn_rule_mapping(pairs, min_precision=0.7, min_count=3)[0] == {}
+
+
+def test_unshadowed_drops_rule_spans_inside_longer_same_label_spans() -> None:
+    one = Span(0, 4, "PATIENT", "rule:kin_name")  # "Mary" of "Mary Smith"
+    two = Span(0, 10, "PATIENT", "rule:kin_name_2w")
+    twin = Span(0, 10, "PATIENT", "rule:other")  # the same extent from another rule is kept
+    date = Span(5, 10, "DATE", "rule:d")  # another label is never shadowed
+    phone = Span(20, 32, "PHONE", "rule:phone_mixed")
+    intl = Span(17, 32, "PHONE", "rule:phone_international")
+    kept = unshadowed([one, two, twin, date, phone, intl])
+    assert set(kept) == {two, twin, date, intl}
 
 
 def test_trained_model_keeps_a_standalone_rule_that_never_matched(corpus) -> None:

@@ -249,6 +249,31 @@ def sequence_bounds(tok: Tokenized, mode: str) -> tuple[tuple[int, int], ...]:
 # -- rule label mapping ----------------------------------------------------------------
 
 
+def unshadowed(spans: Sequence[Span]) -> list[Span]:
+    """Rule spans without those inside a longer span of the same label from another rule.
+
+    The merge never keeps such a span ("Mary" of a one-word name rule inside
+    "Mary Smith" of the two-word rule), so it says nothing about its rule's
+    precision: ``learn_rule_mapping`` judges rules on these spans only.
+    """
+    by_label: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        by_label[span.label].append(span)
+    out: list[Span] = []
+    for group in by_label.values():
+        group.sort(key=lambda x: (x.start, -x.end))
+        max_end = -1
+        max_extent: tuple[int, int] | None = None
+        for span in group:
+            if max_end >= span.end and max_extent != (span.start, span.end):
+                continue
+            out.append(span)
+            if span.end > max_end:
+                max_end, max_extent = span.end, (span.start, span.end)
+    return sorted(out, key=lambda x: (x.start, x.end, x.label, x.source))
+
+
+
 def learn_rule_mapping(
     pairs: Iterable[tuple[Sequence[Span], Sequence[Span]]],
     *,
@@ -705,7 +730,7 @@ def train_model(
         else {}
     )
     mapping, rule_stats = learn_rule_mapping(
-        zip(rule_spans, (d.spans for d in docs)),
+        zip((unshadowed(spans) for spans in rule_spans), (d.spans for d in docs)),
         min_precision=config.rule_map_min_precision,
         min_count=config.rule_map_min_count,
         declared=declared,

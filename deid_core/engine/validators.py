@@ -268,7 +268,7 @@ def _caps_line(text: str, start: int, end: int) -> bool:
 
 
 def _name_words(text: str, match: re.Match[str] | None, *, strong: bool) -> bool:
-    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, NAME, STOP, UNKNOWN, load_lexicon
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, UNKNOWN, load_lexicon
 
     lexicon = load_lexicon("en")
     words = _NAME_WORD.findall(text)
@@ -288,7 +288,6 @@ def _name_words(text: str, match: re.Match[str] | None, *, strong: bool) -> bool
             return False
         if kind == COMMON and not (capitalised and strong):
             return False
-        assert kind in (NAME, AMBIGUOUS, UNKNOWN, COMMON)
     return seen
 
 
@@ -452,3 +451,14 @@ def street_words(text: str, match: re.Match[str] | None = None) -> bool:
     lexicon = load_lexicon("en")
     words = _NAME_WORD.findall(text)[:-1]
     return bool(words) and all(lexicon.classify(w) != STOP for w in words)
+
+
+@register("person_last_first")
+def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "Kelly, Kathleen": both words weak-cue names, and the second a lexicon first name."""
+    from deid_core.engine.lexicons import load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) < 2 or words[1].lower() not in load_lexicon("en").first:
+        return False
+    return _name_words(text, match, strong=False)
