@@ -259,9 +259,10 @@ _NAME_WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*(?:['’-][^\W\d_]+)*")
 
 def _caps_line(text: str, start: int, end: int) -> bool:
     """Is the line around [start, end) written in capitals? Then case says nothing about a name."""
-    lo = text.rfind("\n", 0, start) + 1
-    hi = text.find("\n", end)
-    line = text[lo : hi if hi >= 0 else len(text)]
+    # the line, or 80 characters either side of the match in a long one
+    lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
+    hi = text.find("\n", end, end + 80)
+    line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
     upper = sum(1 for c in line if c.isupper())
     lower = sum(1 for c in line if c.islower())
     return upper >= 6 and upper > 3 * lower
