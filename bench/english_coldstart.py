@@ -125,7 +125,7 @@ def ablation(args: argparse.Namespace, sets: dict[str, list[Document]]) -> dict[
             base, rules_path=str(args.old_rules), features={"lexicon": "", "line_case": False}
         )
     if args.variants:
-        wanted = [v.strip() for v in args.variants.split(",")]
+        wanted = [v.strip() for v in args.variants.split("|")]
         unknown = sorted(set(wanted) - set(variants))
         if unknown:
             raise SystemExit(f"unknown variants {unknown}; have {sorted(variants)}")
@@ -151,7 +151,7 @@ def main() -> None:
     ap.add_argument("--rules", type=Path, help="score this rule file alone as well")
     ap.add_argument("--old-rules", type=Path, help="the rule file before issue 12, for the ablation")
     ap.add_argument("--ablation", type=int, default=0, help="train models on N generated notes per variant")
-    ap.add_argument("--variants", help="comma-separated ablation variants to train (default: all)")
+    ap.add_argument("--variants", help="ablation variants to train, separated by | (default: all)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-iterations", type=int, default=60)
     args = ap.parse_args()
