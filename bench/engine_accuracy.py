@@ -54,11 +54,12 @@ def main() -> None:
     ap.add_argument("--corpus", choices=sorted(SETTINGS), default="meddocan")
     ap.add_argument("--save", help="model directory (default /tmp/deid-engine-<corpus>)")
     ap.add_argument("--config", default="{}", help="JSON TrainConfig changes, e.g. '{\"c1\": 0.1}'")
+    ap.add_argument("--data", type=Path, default=DATA, help=f"benchmark corpora (default {DATA})")
     args = ap.parse_args()
     settings = SETTINGS[args.corpus]
     lang = settings["lang"]
-    train = read_jsonl(DATA / args.corpus / "train.jsonl")
-    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")
+    train = read_jsonl(args.data / args.corpus / "train.jsonl")
+    dev = read_jsonl(args.data / args.corpus / "dev.jsonl")
     config = with_config(TrainConfig(), **json.loads(args.config))
 
     wall, cpu = time.perf_counter(), cpu_seconds()

@@ -51,9 +51,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="/tmp/deid-engine-meddocan")
     ap.add_argument("--corpus", default="meddocan")
+    ap.add_argument("--data", type=Path, default=DATA, help=f"benchmark corpora (default {DATA})")
     args = ap.parse_args()
-    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")
-    train = read_jsonl(DATA / args.corpus / "train.jsonl")
+    dev = read_jsonl(args.data / args.corpus / "dev.jsonl")
+    train = read_jsonl(args.data / args.corpus / "train.jsonl")
     chars = sum(len(d.text) for d in dev) / len(dev)
 
     start = clock()

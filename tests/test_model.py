@@ -18,6 +18,7 @@ from deid_core.engine.model import (
     bias_grid,
     learn_rule_mapping,
     train_model,
+    unshadowed,
     with_config,
 )
 from deid_core.engine.tagging import OUTSIDE
@@ -228,6 +229,43 @@ def test_rule_mapping(pairs, expected) -> None:
     mapping, stats = learn_rule_mapping(pairs, min_precision=0.7, min_count=3)
     assert mapping == expected
     assert set(stats) == {s.source for rules, _ in pairs for s in rules}
+
+
+def test_rule_mapping_keeps_declared_standalone_labels() -> None:
+    """A standalone rule that never (or rarely) fired in training keeps its own label."""
+    noisy = Span(0, 2, "DATE", "rule:noisy")
+    pairs = [([noisy], [])] * 3 + [([], [Span(0, 5, "PHONE")])]
+    declared = {"rule:pager_cue": "PHONE", "rule:noisy": "DATE", "rule:rare": "PHONE"}
+    mapping, stats = learn_rule_mapping(pairs, min_precision=0.7, min_count=3, declared=declared)
+    # never matched: declared label; 3 matches that all disagree with the gold: evidence against
+    assert mapping == {"rule:pager_cue": "PHONE", "rule:rare": "PHONE"}
+    assert stats["rule:pager_cue"]["declared"] == "PHONE" and stats["rule:pager_cue"]["matches"] == 0
+    assert "declared" not in stats["rule:noisy"]
+    # without declared labels the old behaviour: unmatched rules are features only
+    assert learn_rule_mapping(pairs, min_precision=0.7, min_count=3)[0] == {}
+
+
+def test_unshadowed_drops_rule_spans_inside_longer_same_label_spans() -> None:
+    one = Span(0, 4, "PATIENT", "rule:kin_name")  # "Mary" of "Mary Smith"
+    two = Span(0, 10, "PATIENT", "rule:kin_name_2w")
+    twin = Span(0, 10, "PATIENT", "rule:other")  # the same extent from another rule is kept
+    date = Span(5, 10, "DATE", "rule:d")  # another label is never shadowed
+    phone = Span(20, 32, "PHONE", "rule:phone_mixed")
+    intl = Span(17, 32, "PHONE", "rule:phone_international")
+    kept = unshadowed([one, two, twin, date, phone, intl])
+    assert set(kept) == {two, twin, date, intl}
+
+
+def test_trained_model_keeps_a_standalone_rule_that_never_matched(corpus) -> None:
+    """The built-in pager rule stays active although no training note has a pager number."""
+    docs = [d for d in corpus[0] if "pager" not in d.text.lower()][:20]
+    model = train_model(
+        docs, lang="en", scheme=load_scheme("i2b2_2014"), config=TrainConfig(max_iterations=5)
+    )
+    assert model.rule_mapping.get("rule:pager_cue") == "PHONE"
+    text = "Please page me, pager #70925, with questions."
+    spans = model.predict(Document("p1", text)).spans
+    assert any(text[s.start : s.end] == "70925" and s.label == "PHONE" for s in spans)
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from deid_core.engine.gazetteers import Gazetteer
+from deid_core.engine.lexicons import LEXICON_VERSION, Lexicon, load_lexicon
 from deid_core.engine.tokenize import Token, Tokenized
+from deid_core.errors import ModelError
 from deid_core.spans import Span
 
 FEATURE_FORMAT_VERSION = 1
@@ -70,14 +72,25 @@ class FeatureConfig:
     key_value: bool = True
     gazetteer: bool = True
     rules: bool = True
+    #: The built-in lexicon (English names, places, common words) the word
+    #: features read, by version; "" for none. Its features depend on the word
+    #: alone, whatever its case, so they work in capitals and lower-case notes.
+    lexicon: str = LEXICON_VERSION
+    #: A feature on every token of a line written all in capitals or all in
+    #: lower case: where the word shape says nothing about a name.
+    line_case: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FEATURE_FORMAT_VERSION, **asdict(self)}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> FeatureConfig:
+        """A stored configuration; one saved before the lexicon and line-case features had neither."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in known})
+        kwargs = {k: v for k, v in raw.items() if k in known}
+        kwargs.setdefault("lexicon", "")
+        kwargs.setdefault("line_case", False)
+        return cls(**kwargs)
 
 
 def _clean(word: str) -> str:
@@ -139,6 +152,22 @@ def _sentence_bucket(n: int) -> str:
     return "40+"
 
 
+def _line_case(words: Sequence[str]) -> str | None:
+    """"lcase=caps" for a line in capitals, "lcase=lower" for one without a capital letter."""
+    upper = lower = 0
+    for w in words:
+        for c in w:
+            if c.isupper():
+                upper += 1
+            elif c.islower():
+                lower += 1
+    if upper >= 6 and upper > 3 * lower:
+        return "lcase=caps"
+    if lower >= 6 and upper == 0:
+        return "lcase=lower"
+    return None
+
+
 class FeatureExtractor:
     """Builds per-token attribute lists for one language and configuration."""
 
@@ -155,6 +184,13 @@ class FeatureExtractor:
         self._headers = KNOWN_HEADERS.get(lang, frozenset())
         self._type_cache: dict[tuple[int, str], list[str]] = {}
         self._offsets = [o for o in range(-self.config.window, self.config.window + 1)]
+        self._lexicon: Lexicon | None = None
+        if self.config.lexicon and lang == "en":
+            if self.config.lexicon != LEXICON_VERSION:
+                raise ModelError(
+                    f"features use lexicon {self.config.lexicon!r}, this installation has {LEXICON_VERSION!r}"
+                )
+            self._lexicon = load_lexicon(lang)
 
     # -- type features -------------------------------------------------------
 
@@ -191,12 +227,27 @@ class FeatureExtractor:
     def _edge(offset: int, word: str) -> list[str]:
         return [f"{offset}:" + ("BOS" if word == BOS else "EOS")]
 
+    def _lexicon_features(self, p: str, low: str, offset: int) -> list[str]:
+        lexicon = self._lexicon
+        assert lexicon is not None
+        feats = [f"{p}lex={lexicon.classify(low)}"]
+        if offset == 0:
+            if low in lexicon.first:
+                feats.append(p + "lexfirst")
+            if low in lexicon.last:
+                feats.append(p + ("lexlast" if lexicon.last[low] < 5000 else "lexlast_rare"))
+            if low in lexicon.places:
+                feats.append(p + "lexplace")
+        return feats
+
     def _type_at(self, offset: int, w: str, low: str, ss: str) -> list[str]:
         p = f"{offset}:"
         if offset != 0:
             feats = [f"{p}w={low}", f"{p}ss={ss}"]
             if w.istitle():
                 feats.append(p + "title")
+            if self._lexicon is not None and -1 <= offset <= 1 and w.isalpha():
+                feats.extend(self._lexicon_features(p, low, offset))
             return feats
         feats = [f"{p}w={low}", f"{p}sh={word_shape(w)[:16]}", f"{p}ss={ss}"]
         n = len(w)
@@ -219,6 +270,8 @@ class FeatureExtractor:
                 feats.append(p + "mixed")
         elif not any(c.isalnum() for c in w):
             feats.append(p + "punct")
+        if self._lexicon is not None and w.isalpha():
+            feats.extend(self._lexicon_features(p, low, 0))
         return feats
 
     # -- context features ----------------------------------------------------
@@ -239,6 +292,7 @@ class FeatureExtractor:
             words = [t.text for t in tokens[i:j]]
             size = j - i
             is_header = self._is_header_line(words)
+            case_feat = _line_case(words) if cfg.line_case else None
             if is_header:
                 name = "_".join(w.lower() for w in words if w.isalpha())[:40]
                 current_section = f"sec={_clean(name)}" if name else None
@@ -247,6 +301,8 @@ class FeatureExtractor:
             key_pos = 0
             for k in range(size):
                 feats = extras[i + k]
+                if case_feat is not None:
+                    feats.append(case_feat)
                 if cfg.lines:
                     feats.append(_LPOS[k] if k < 4 else _LPOS[4])
                     if k == size - 1:

@@ -29,7 +29,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -268,18 +268,49 @@ def sequence_bounds(tok: Tokenized, mode: str) -> tuple[tuple[int, int], ...]:
 # -- rule label mapping ----------------------------------------------------------------
 
 
+def unshadowed(spans: Sequence[Span]) -> list[Span]:
+    """Rule spans without those inside a longer span of the same label from another rule.
+
+    The merge never keeps such a span ("Mary" of a one-word name rule inside
+    "Mary Smith" of the two-word rule), so it says nothing about its rule's
+    precision: ``learn_rule_mapping`` judges rules on these spans only.
+    """
+    by_label: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        by_label[span.label].append(span)
+    out: list[Span] = []
+    for group in by_label.values():
+        group.sort(key=lambda x: (x.start, -x.end))
+        max_end = -1
+        max_extent: tuple[int, int] | None = None
+        for span in group:
+            if max_end >= span.end and max_extent != (span.start, span.end):
+                continue
+            out.append(span)
+            if span.end > max_end:
+                max_end, max_extent = span.end, (span.start, span.end)
+    return sorted(out, key=lambda x: (x.start, x.end, x.label, x.source))
+
+
+
 def learn_rule_mapping(
     pairs: Iterable[tuple[Sequence[Span], Sequence[Span]]],
     *,
     min_precision: float = 0.7,
     min_count: int = 3,
+    declared: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """Map each rule (by source) to the gold label its matches coincide with most often.
 
     ``pairs`` are ``(rule spans, gold spans)`` per document. A rule is mapped
     only when that coincidence (exact offsets) holds for ``min_precision`` of
-    its matches; other rules stay features only. Returns the mapping and the
-    per-rule counts that justify it.
+    its matches; other rules stay features only. ``declared`` maps the
+    standalone rules (by source) to their own label, when the model's scheme
+    has it: such a rule with fewer than ``min_count`` matches keeps that label,
+    since too few matches are no evidence against it (a pager rule that never
+    fired on synthetic training notes must still tag pagers in real ones).
+    Only enough matches that disagree with the gold turn a standalone rule
+    into a feature. Returns the mapping and the per-rule counts that justify it.
     """
     matches: Counter[str] = Counter()
     agree: dict[str, Counter[str]] = defaultdict(Counter)
@@ -298,6 +329,11 @@ def learn_rule_mapping(
         stats[source] = {"matches": n, "label": best_label, "agree": best, "precision": round(precision, 4)}
         if best_label is not None and n >= min_count and precision >= min_precision:
             mapping[source] = best_label
+    for source, label in sorted((declared or {}).items()):
+        if matches[source] < min_count:
+            mapping[source] = label
+            entry = stats.setdefault(source, {"matches": 0, "label": None, "agree": 0, "precision": 0.0})
+            entry["declared"] = label
     return mapping, stats
 
 
@@ -762,10 +798,16 @@ def train_model(
     rules_text = _data_text("rules", lang, config.rules_path) if config.features.rules else None
     rules = RuleSet.from_text(rules_text, origin=config.rules_path or f"built-in {lang} rules") if rules_text else None
     rule_spans = [rules.find(d.text) if rules is not None else [] for d in docs]
+    declared = (
+        {r.source: r.label for r in rules if r.standalone and r.label in scheme.names}
+        if rules is not None
+        else {}
+    )
     mapping, rule_stats = learn_rule_mapping(
-        zip(rule_spans, (d.spans for d in docs)),
+        zip((unshadowed(spans) for spans in rule_spans), (d.spans for d in docs)),
         min_precision=config.rule_map_min_precision,
         min_count=config.rule_map_min_count,
+        declared=declared,
     )
     report("building gazetteers", 0.12)
     user_gaz = _word_list_gazetteer(config.word_lists, lang) if config.word_lists else Gazetteer()

@@ -151,6 +151,8 @@ class Rule:
             if not anchor or not all(isinstance(w, str) and w for w in anchor):
                 raise RuleError("an anchor list needs non-empty literal strings", **where)
             anchor = tuple(sorted({w.lower() for w in anchor}))
+            if not all(core for core, _, _ in _literal_anchor(anchor)):
+                raise RuleError("an anchor word needs letters besides its \\b edge marks", **where)
         elif anchor is not None and not isinstance(anchor, re.Pattern):
             raise RuleError("anchor must be a regex or a list of literal words", **where)
         object.__setattr__(self, "anchor", anchor)
@@ -191,20 +193,49 @@ class Rule:
                 yield Span(start, end, self.label, source, self.score)
 
 
+_WORD_EDGE = "\\b"
+
+
+@cache
+def _literal_anchor(anchor: tuple[str, ...]) -> tuple[tuple[str, bool, bool], ...]:
+    """Cue words with their edge marks: ``\\bdr\\b`` is "dr" at a word start and end."""
+    out = []
+    for word in anchor:
+        start = word.startswith(_WORD_EDGE)
+        end = word.endswith(_WORD_EDGE) and len(word) > 2
+        core = word[2 if start else 0 : len(word) - 2 if end else len(word)]
+        out.append((core, start, end))
+    return tuple(out)
+
+
 def _anchor_hits(
     text: str, lowered: str | None, anchor: re.Pattern[str] | tuple[str, ...]
 ) -> list[tuple[int, int]]:
     if isinstance(anchor, re.Pattern):
         return [m.span() for m in anchor.finditer(text)]
+    words = _literal_anchor(anchor)
     if lowered is None:  # lower() changed the length: search each case form by regex instead
-        pattern = re.compile("|".join(re.escape(w) for w in anchor), re.IGNORECASE)
+        pattern = re.compile(
+            "|".join(
+                ("\\b" if start else "") + re.escape(core) + ("\\b" if end else "")
+                for core, start, end in words
+            ),
+            re.IGNORECASE,
+        )
         return [m.span() for m in pattern.finditer(text)]
     hits = []
-    for word in anchor:
-        i = lowered.find(word)
+    n = len(lowered)
+    for core, start, end in words:
+        size = len(core)
+        i = lowered.find(core)
         while i >= 0:
-            hits.append((i, i + len(word)))
-            i = lowered.find(word, i + 1)
+            j = i + size
+            # A marked edge must be a word edge: "dr" in "drug" or "address" is no hit.
+            if not (start and i > 0 and lowered[i - 1].isalnum()) and not (
+                end and j < n and lowered[j].isalnum()
+            ):
+                hits.append((i, j))
+            i = lowered.find(core, i + 1)
     hits.sort()
     return hits
 

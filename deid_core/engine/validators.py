@@ -212,8 +212,19 @@ def es_postal_code(text: str, match: re.Match[str] | None = None) -> bool:
 # Words that make "5/10" or "3/5" a score, a strength grade or a fraction, not a date.
 _SCORE_CONTEXT = re.compile(
     r"(?i:\b(?:pain|strength|score|scale|rated?|rating|power|grade[ds]?|motor|reflex(?:es)?|murmur"
-    r"|down\s+from|up\s+from|out\s+of|apgars?|gcs|vas|nrs)\b[^\n]{0,12})$"
+    r"|down\s+from|up\s+from|out\s+of|apgars?|gcs|vas|nrs"
+    # ventilator and pressure settings: "PS 10/5", "CPAP 12/5", "AC 500/14/5"
+    r"|ps|peep|cpap|bipap|ipap|epap|vent|ac|simv|prvc|cmv|settings?|fio2|tv|vt|bp|nbp|abp|art|pip)\b[^\n]{0,12})$"
 )
+
+
+@register("month_year_short")
+def month_year_short(text: str, match: re.Match[str] | None = None) -> bool:
+    """A "3/98" or "12/2009": a month 1-12 and a year, not after a score or vent-setting word."""
+    if match is None or not valid_date(text, match):
+        return False
+    start = match.start()
+    return _SCORE_CONTEXT.search(match.string[max(0, start - 30) : start]) is None
 
 
 @register("short_date")
@@ -239,3 +250,216 @@ def phone_context(text: str, match: re.Match[str] | None = None) -> bool:
         return True
     start = match.start()
     return _OTHER_CUE.search(match.string[max(0, start - 20) : start]) is None
+
+
+# -- names and places read against the lexicons (deid_core/engine/lexicons.py) -------------
+
+_NAME_WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*(?:['’-][^\W\d_]+)*")
+
+
+def _caps_line(text: str, start: int, end: int) -> bool:
+    """Is the line around [start, end) written in capitals? Then case says nothing about a name."""
+    # the line, or 80 characters either side of the match in a long one
+    lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
+    hi = text.find("\n", end, end + 80)
+    line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
+    upper = sum(1 for c in line if c.isupper())
+    lower = sum(1 for c in line if c.islower())
+    return upper >= 6 and upper > 3 * lower
+
+
+def _name_words(text: str, match: re.Match[str] | None, *, strong: bool) -> bool:
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, UNKNOWN, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)
+    caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    # In two-word names every word must stand on its own: "MR. JONES SEEN" is not "Jones Seen".
+    multi = sum(1 for w in words if len(w) > 1) > 1
+    seen = False
+    for word in words:
+        if len(word) == 1:  # an initial: "J. Smith"
+            continue
+        seen = True
+        kind = lexicon.classify(word)
+        capitalised = word[0].isupper() and not caps and not word.isupper()
+        if kind == STOP:
+            return False
+        if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and not multi)):
+            return False
+        if kind == COMMON and not (capitalised and strong):
+            return False
+    return seen
+
+
+@register("person_strong")
+def person_strong(text: str, match: re.Match[str] | None = None) -> bool:
+    """Name words after a title or before a credential ("Dr. Young", "J. Hall RN", "mr. smith").
+
+    The cue is strong, so an ambiguous name ("Young") or a word in no list is a
+    name; a stop word ("Dr. aware", "MD notified") or a lower-case English word
+    is not.
+    """
+    return _name_words(text, match, strong=True)
+
+
+@register("person_weak")
+def person_weak(text: str, match: re.Match[str] | None = None) -> bool:
+    """Name words after a contact verb or a kinship word ("spoke with Hope", "wife mary").
+
+    A lexicon name counts; an ambiguous one ("Hope", "Will") or one in no list
+    only with a capital letter in a line that is not all capitals.
+    """
+    return _name_words(text, match, strong=False)
+
+
+@register("place_name")
+def place_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A place after "lives in", "moved to": a lexicon place, or capitalised words that are not stop words."""
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    if lexicon.is_place(text.strip()):
+        return text.strip().lower() not in lexicon.stop
+    words = _NAME_WORD.findall(text)
+    if not words:
+        return False
+    caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    for word in words:
+        kind = lexicon.classify(word)
+        if kind == STOP or caps or not word[0].isupper() or (kind == COMMON and len(words) == 1):
+            return False
+    return True
+
+
+@register("facility_name")
+def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """Words before a facility cue ("Spaulding Rehab", "Pine Ridge Manor", "spaulding rehab").
+
+    No word may be a department or specialty word ("Heart Failure Clinic",
+    "Cancer Center", "acute rehab") or a lower-case stop word; and at least one
+    word must be a name, a place, a word in no list, or a capitalised word in a
+    mixed-case line. In a lower-case or capitals phrase, the name word and the
+    cue must share their case ("echocardiogram Hospital Course" is two things).
+    """
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)
+    if len(words) < 2:
+        return False
+    caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    cue_free = words[:-1]
+    # the cue may be two words ("medical center", "nursing home", "family medicine")
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional"}:
+        cue_free = cue_free[:-1]
+    if not cue_free:
+        return False
+    evidence = False
+    for word in cue_free:
+        low = word.lower()
+        if low in lexicon.department:
+            return False
+        kind = lexicon.classify(word)
+        capitalised = word[0].isupper() and not caps and not word.isupper()
+        if kind in (STOP, COMMON) and not capitalised:
+            return False
+        if kind not in (COMMON, STOP) or capitalised or lexicon.is_place(word):
+            evidence = True
+    if evidence and not any(w[0].isupper() and not caps and not w.isupper() for w in cue_free):
+        # a lower-case or capitals name: the cue word must be written the same way
+        cue = words[-1]
+        first = cue_free[0]
+        if first.isupper() != cue.isupper() or first.islower() != cue.islower():
+            return False
+    return evidence
+
+
+@register("place_lexicon")
+def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
+    """A US place from the lexicon after a weak cue ("from Worcester", "in new york").
+
+    A place that is also a common word ("Mobile", "Orange") needs its capital
+    letter in a mixed-case line; a stop word never counts.
+    """
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    phrase = text.strip()
+    if not lexicon.is_place(phrase):
+        return False
+    words = _NAME_WORD.findall(phrase)
+    caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    if len(words) == 1:
+        kind = lexicon.classify(words[0])
+        if kind == STOP:
+            return False
+        if kind == COMMON or lexicon.classify(words[0]) == "ambiguous" or len(words[0]) < 4:
+            return words[0][0].isupper() and not caps and not words[0].isupper()
+    return True
+
+
+@register("patient_title")
+def patient_title(text: str, match: re.Match[str] | None = None) -> bool:
+    """``person_strong`` after "Mr."/"Mrs."/"Ms.", except a capitals "MR" in a mixed-case line (mitral regurgitation)."""
+    if match is not None:
+        title = match.group(0)[: match.start(1) - match.start(0)].strip().rstrip(".")
+        if title.isupper() and not _caps_line(match.string, match.start(), match.end()):
+            return False
+    return person_strong(text, match)
+
+
+_REFERENCE_CUE = re.compile(
+    r"(?i:\b(?:ref(?:erence)?|auth(?:orization)?|order|acct|account|claim|room|rm|bed|lot|case|ticket|"
+    r"id|mrn|unit|invoice|confirmation|conf|tracking|policy|member|group|rx)\b[^\n]{0,6})$"
+)
+
+
+@register("pager_context")
+def pager_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """A five-digit pager, unless the "#" follows a reference, order, room or account cue ("ref # 88812")."""
+    if match is None:
+        return True
+    start = match.start()
+    return _REFERENCE_CUE.search(match.string[max(0, start - 24) : start]) is None
+
+
+# State codes that are also credentials or English words after a comma ("Hutchins, PA", "Lee, MD").
+_STATE_LOOKALIKES = frozenset({"MD", "PA", "IN", "OR", "ME", "OK", "HI", "DO"})
+
+
+@register("state_after_place")
+def state_after_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """A state name or code after a comma, when the words before the comma are a lexicon place."""
+    if match is None or match.lastindex is None or match.lastindex < 2:
+        return False
+    from deid_core.engine.lexicons import load_lexicon
+
+    if match.group(2) in _STATE_LOOKALIKES:
+        return False
+    lexicon = load_lexicon("en")
+    place = match.group(1)
+    words = place.split()
+    candidates = [place] + ([words[-1]] if len(words) > 1 else [])
+    return any(lexicon.is_place(c) and c.lower() not in lexicon.stop for c in candidates)
+
+
+@register("street_words")
+def street_words(text: str, match: re.Match[str] | None = None) -> bool:
+    """A street address whose name words are not clinical or stop words ("12 Main St", not "5 Units Ct")."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)[:-1]
+    return bool(words) and all(lexicon.classify(w) != STOP for w in words)
+
+
+@register("person_last_first")
+def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "Kelly, Kathleen": both words weak-cue names, and the second a lexicon first name."""
+    from deid_core.engine.lexicons import load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) < 2 or words[1].lower() not in load_lexicon("en").first:
+        return False
+    return _name_words(text, match, strong=False)

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Turn the hand-written English challenge notes into the shared JSONL format.
+
+Reads tests/fixtures/english_challenge.txt (notes with inline {{text|CODE}}
+marks, written by hand for issue 12) and writes
+tests/fixtures/english_challenge.jsonl: one document per note with gold spans
+in i2b2 2014 labels and, in ``meta.categories``, each span's miss category
+(parallel to ``spans``) so that a bench can report recall per category. The
+output is read back with ``deid_core.corpus.read_jsonl`` to check every offset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from deid_core.corpus import read_jsonl  # noqa: E402
+
+SOURCE = ROOT / "tests" / "fixtures" / "english_challenge.txt"
+TARGET = ROOT / "tests" / "fixtures" / "english_challenge.jsonl"
+CODES = {
+    "D": ("DOCTOR", "clinician_name"),
+    "R": ("PATIENT", "relative_name"),
+    "P": ("PATIENT", "patient_surname"),
+    "H": ("HOSPITAL", "facility"),
+    "O": ("ORGANIZATION", "facility"),
+    "C": ("CITY", "place"),
+    "S": ("STATE", "place"),
+    "U": ("STREET", "place"),
+    "T": ("DATE", "date"),
+    "F": ("PHONE", "phone"),
+    "A": ("AGE", "other"),
+    "M": ("MEDICALRECORD", "other"),
+}
+MARK = re.compile(r"\{\{(.+?)\|([A-Z])\}\}")
+
+
+def parse(source: str) -> list[dict]:
+    notes: list[dict] = []
+    current: dict | None = None
+    lines: list[str] = []
+
+    def close() -> None:
+        if current is None:
+            return
+        raw = "\n".join(lines).strip("\n") + "\n"
+        text, spans, categories, pos = [], [], [], 0
+        length = 0
+        for m in MARK.finditer(raw):
+            text.append(raw[pos : m.start()])
+            length += m.start() - pos
+            piece, code = m.group(1), m.group(2)
+            if code not in CODES:
+                raise SystemExit(f"{current['id']}: unknown code {code!r}")
+            label, category = CODES[code]
+            spans.append({"start": length, "end": length + len(piece), "label": label, "text": piece})
+            categories.append(category)
+            text.append(piece)
+            length += len(piece)
+            pos = m.end()
+        text.append(raw[pos:])
+        body = "".join(text)
+        if "{{" in body or "}}" in body:
+            raise SystemExit(f"{current['id']}: unbalanced mark")
+        current.update(text=body, spans=spans)
+        current["meta"]["categories"] = categories
+        notes.append(current)
+
+    for line in source.splitlines():
+        if line.startswith("#") and current is None:
+            continue
+        if line.startswith("=== "):
+            close()
+            ident, _, style = line[4:].partition("|")
+            current = {"id": f"challenge-{ident.strip()}", "meta": {"style": style.strip(), "source": "hand-written"}}
+            lines = []
+        elif current is not None:
+            lines.append(line)
+    close()
+    return notes
+
+
+def main() -> int:
+    notes = parse(SOURCE.read_text(encoding="utf-8"))
+    with TARGET.open("w", encoding="utf-8") as fh:
+        for note in notes:
+            fh.write(json.dumps(note, ensure_ascii=False) + "\n")
+    docs = read_jsonl(TARGET)  # validates offsets and span texts
+    print(f"{len(docs)} notes, {sum(len(d.spans) for d in docs)} spans -> {TARGET.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,336 @@
+"""Issue 12: the English context rules, the lexicons and the challenge set.
+
+One (text, expected) table per rule family; each row lists every span of the
+family's labels that the built-in rules (standalone, merged) return. Negative
+rows are the look-alikes that must not match: pain scores, blood pressures,
+vent settings, times, clinical words that are also names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deid_core.corpus import read_jsonl
+from deid_core.engine.lexicons import AMBIGUOUS, COMMON, NAME, STOP, UNKNOWN, load_lexicon
+from deid_core.engine.merge import merge_spans
+from deid_core.engine.postprocess import apply_filters, load_filters
+from deid_core.engine.rules import RuleSet, load_rules
+from deid_core.engine.tokenize import tokenize
+from deid_core.errors import UnsupportedFormat
+from deid_core.evaluation.visible_chars import recall_per_category, visible_char_prf
+from deid_core.spans import Document, Span
+
+CHALLENGE = Path(__file__).parent / "fixtures" / "english_challenge.jsonl"
+NAMES = {"DOCTOR", "PATIENT"}
+PLACES = {"HOSPITAL", "CITY", "STATE", "STREET"}
+
+
+@pytest.fixture(scope="module")
+def rules() -> RuleSet:
+    return load_rules("en")
+
+
+def found(rules: RuleSet, text: str, labels: set[str]) -> list[tuple[str, str]]:
+    spans = merge_spans(rules.find(text, standalone_only=True))
+    return [(text[s.start : s.end], s.label) for s in spans if s.label in labels]
+
+
+TITLES = [
+    ("spoke with dr.smith re: plan", [("smith", "DOCTOR")]),
+    ("Seen by Dr. Young today", [("Young", "DOCTOR")]),  # ambiguous name, strong cue
+    ("DR JONES AWARE", [("JONES", "DOCTOR")]),
+    ("Dr. Henry Nakamura attending", [("Henry Nakamura", "DOCTOR")]),
+    ("ICU team (Drs. Feld and Ibarra) here", [("Feld", "DOCTOR"), ("Ibarra", "DOCTOR")]),
+    ("mrs. hall resting comfortably", [("hall", "PATIENT")]),
+    ("MR. DEVANEY HAS WIFE", [("DEVANEY", "PATIENT")]),
+    ("For my take on Mrs Baker, see", [("Baker", "PATIENT")]),
+    ("ms. delacroix alert", [("delacroix", "PATIENT")]),
+    # not names: a stop word after the title, MS the disease, MR the murmur
+    ("dr. aware of low uop", []),
+    ("hx of MS flare, on ms contin", []),
+    ("Echo: mild MR. Compared with prior", []),
+    ("md notified, no new orders", []),
+]
+
+CREDENTIALS_AND_ROLES = [
+    ("J. Whitcomb RN", [("J. Whitcomb", "DOCTOR")]),
+    ("Allison Brandt, MD", [("Allison Brandt", "DOCTOR")]),
+    ("--Beth Ann Mulcahy, RN 6/3", [("Beth Ann Mulcahy", "DOCTOR")]),
+    ("follow\nm. reyes msw", [("m. reyes", "DOCTOR")]),
+    ("T. OKONKWO RN", [("T. OKONKWO", "DOCTOR")]),
+    ("Results called to R. Hutchins, PA.", [("R. Hutchins", "DOCTOR")]),
+    ("RN Chloe called for report", [("Chloe", "DOCTOR")]),
+    ("sw ana to see in am", [("ana", "DOCTOR")]),
+    ("CM Lorraine working on it", [("Lorraine", "DOCTOR")]),
+    ("Chaplain Rev. Obi visited", [("Obi", "DOCTOR")]),
+    # a credential glued to a word is not a signature; a role word is not a name
+    ("Deborah Klein, LICSW x4-7721", [("Deborah Klein", "DOCTOR")]),
+    ("Ordering MD: Lee", []),
+    ("pt seen by covering MD", []),
+]
+
+CONTACTS = [
+    ("paged covering md, repaged smith at 1530", [("smith", "DOCTOR")]),
+    ("per Hall, hold heparin", [("Hall", "DOCTOR")]),  # ambiguous, capitalised in a mixed-case line
+    ("per brown, hold heparin", []),  # ambiguous and lower case: not enough
+    ("Spoke with Hope from CCA", [("Hope", "DOCTOR")]),
+    ("SEEN BY NGUYEN THIS AM", [("NGUYEN", "DOCTOR")]),
+    ("discussed with will tomorrow", []),
+    ("called pharmacy, spoke with team", []),
+    ("Rapid response called Saturday evening", []),
+    ("pt to go home by Thursday", []),
+    ("per protocol, by mouth", []),
+]
+
+KIN = [
+    ("wife Linda at bedside", [("Linda", "PATIENT")]),
+    ("daughter karen called, she is hcp", [("karen", "PATIENT")]),
+    ("WIFE MAUREEN AND SON KEVIN VISITED", [("MAUREEN", "PATIENT"), ("KEVIN", "PATIENT")]),
+    ("HCP (sister Anahit) aware", [("Anahit", "PATIENT")]),
+    ("Married (wife Yolanda), 3 children", [("Yolanda", "PATIENT")]),
+    ("niece Patricia Walsh is HCP", [("Patricia Walsh", "PATIENT")]),
+    ("Jane Doe (daughter) 617-555-2222", [("Jane Doe", "PATIENT")]),
+    ("son is HCP, wife at bedside", []),
+    ("daughter in law visiting", []),
+    ("WIFE MAY VISIT LATER", []),  # "May" in capitals is not a name
+]
+
+FACILITIES_AND_PLACES = [
+    ("Discharged to Spaulding Rehab on", [("Spaulding Rehab", "HOSPITAL")]),
+    ("dc'd to braintree rehab today", [("braintree rehab", "HOSPITAL")]),
+    ("pt from Sunnyvale Manor nursing home", [("Sunnyvale Manor", "HOSPITAL")]),
+    ("PT TRANSFERRED FROM ST. ELIZABETH'S ON", [("ST. ELIZABETH'S", "HOSPITAL")]),
+    ("CM called VNA of Boston intake", [("VNA of Boston", "HOSPITAL")]),
+    ("records from Lahey Clinic.", [("Lahey Clinic", "HOSPITAL")]),
+    ("lives in quincy with wife", [("quincy", "CITY")]),
+    ("lives alone in Revere and", [("Revere", "CITY")]),
+    ("Son lives in Tampa, FL.", [("Tampa", "CITY"), ("FL", "STATE")]),
+    ("Confirmed pt address 14 Alcott St.", [("14 Alcott St.", "STREET")]),
+    # departments, generic care settings, section headers
+    ("followed in Heart Failure Clinic", []),
+    ("needs acute rehab vs home", []),
+    ("outpatient clinic next week", []),
+    ("Transthoracic echocardiogram  Hospital Course: uneventful", []),
+    ("lives in a 2nd floor apt", []),
+    ("R. Hutchins, PA", []),
+]
+
+DATES = [
+    ("foley changed on 3/4 and 3/6", [("3/4", "DATE"), ("3/6", "DATE")]),
+    ("breast CA dx 5/09, DVT '12", [("5/09", "DATE"), ("12", "DATE")]),
+    ("PMH: CABG '98, MI 95, appy 1987.", [("98", "DATE"), ("95", "DATE"), ("1987", "DATE")]),
+    ("PSH: R TKR 2015. Last colonoscopy", [("2015", "DATE")]),
+    ("Former smoker, quit 1988. Moved here 2018", [("1988", "DATE"), ("2018", "DATE")]),
+    ("Next cardiology appt MARCH 3RD", [("MARCH 3RD", "DATE")]),
+    ("last admission december 2nd", [("december 2nd", "DATE")]),
+    ("seen june 14 in clinic", [("june 14", "DATE")]),
+    # look-alikes: pain scores, pressures, vent settings, times, ICD codes, doses
+    ("pain 7/10 at incision, strength 4/5", []),
+    ("BP 120/80, MAP 65, BP 90/50", []),
+    ("ps 10/5 fio2 40%, peep 5, CPAP 12/5, vent settings AC 500/14/5", []),
+    ("will wean by 2000, recheck until 2100", []),
+    ("Hypertension (ICD-10 I10.", []),
+    ("may 2 units of insulin", []),
+    ("dec 2 mg", []),
+]
+
+PHONES = [
+    ("pager 12345", [("12345", "PHONE")]),
+    ("paged resident pg 41873 no new orders", [("41873", "PHONE")]),
+    ("covering md pager #66214 re bp", [("66214", "PHONE")]),
+    ("call 617 555-1234 ext 4567", [("617 555-1234 ext 4567", "PHONE")]),
+    ("updated by phone (508)5550198", [("(508)5550198", "PHONE")]),
+    ("son cell 617 - 555 - 0175, home 617.555 0176", [("617 - 555 - 0175", "PHONE"), ("617.555 0176", "PHONE")]),
+    ("friend 781 5550129", [("781 5550129", "PHONE")]),
+    ("contact floor team at ext 6-4412", [("6-4412", "PHONE")]),
+    ("Klein, LICSW x4-7721", [("4-7721", "PHONE")]),
+    # reference and order numbers are not pagers
+    ("called pharmacy re: prior auth, ref # 88812", []),
+    ("room #12345", []),
+    ("given 50000 units", []),
+]
+
+TABLES = {
+    "titles": (TITLES, NAMES),
+    "credentials": (CREDENTIALS_AND_ROLES, NAMES),
+    "contacts": (CONTACTS, NAMES),
+    "kin": (KIN, NAMES),
+    "places": (FACILITIES_AND_PLACES, PLACES),
+    "dates": (DATES, {"DATE"}),
+    "phones": (PHONES, {"PHONE"}),
+}
+ROWS = [(family, text, expected) for family, (rows, _) in TABLES.items() for text, expected in rows]
+
+
+@pytest.mark.parametrize(("family", "text", "expected"), ROWS)
+def test_context_rules(rules: RuleSet, family: str, text: str, expected: list[tuple[str, str]]) -> None:
+    assert found(rules, text, TABLES[family][1]) == expected
+
+
+@pytest.mark.parametrize(("family", "text", "expected"), ROWS)
+def test_anchor_windows_find_what_a_full_scan_finds(rules: RuleSet, family: str, text: str, expected) -> None:
+    assert rules.find(text) == rules.find(text, use_anchors=False)
+
+
+# -- lexicons -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "kind"),
+    [
+        ("Smith", NAME), ("smith", NAME), ("NGUYEN", NAME), ("Xochitl", NAME),
+        # names that are also English words need context
+        ("Hope", AMBIGUOUS), ("Young", AMBIGUOUS), ("Baker", AMBIGUOUS), ("Hall", AMBIGUOUS),
+        ("Brown", AMBIGUOUS), ("Mark", AMBIGUOUS),
+        # never names: function words, modal verbs, clinical words and abbreviations
+        ("will", STOP), ("May", STOP), ("pt", STOP), ("aware", STOP), ("cabg", STOP), ("Bill", AMBIGUOUS),
+        ("morphine", STOP), ("bedside", STOP),
+        ("stethoscope", COMMON), ("qwzx", UNKNOWN),
+    ],
+)
+def test_lexicon_ambiguity(word: str, kind: str) -> None:
+    assert load_lexicon("en").classify(word) == kind
+
+
+def test_lexicons_are_sizeable_and_places_known() -> None:
+    lexicon = load_lexicon("en")
+    assert len(lexicon.last) > 80_000 and len(lexicon.first) > 5_000
+    assert lexicon.is_place("Worcester") and lexicon.is_place("new york") and not lexicon.is_place("bedside")
+    # ranks follow the Census frequency tables
+    assert lexicon.last["smith"] < lexicon.last["nguyen"]
+
+
+def test_lexicon_language_is_checked() -> None:
+    with pytest.raises(UnsupportedFormat):
+        load_lexicon("es")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hope to extubate. Will follow. May need rehab. Mark site. Bill sent.", []),
+        ("Brown sputum. Young man at bedside. Hall monitor.", []),
+        # "Hope" is ambiguous (a capital in a mixed-case line is enough); "will" is a
+        # stop word, never a name: precision over the rare nurse called Will
+        ("Spoke with Hope. Per Will, hold lasix.", [("Hope", "DOCTOR")]),
+        ("SPOKE WITH HOPE. PER WILL, HOLD LASIX.", []),  # capitals hide the case clue
+        ("Dr. Hope and Dr. Baker", [("Hope", "DOCTOR"), ("Baker", "DOCTOR")]),
+    ],
+)
+def test_ambiguous_names_need_context(rules: RuleSet, text: str, expected) -> None:
+    assert found(rules, text, NAMES) == expected
+
+
+# -- glued tokens -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        ("dr.smith called", ["dr", ".", "smith", "called"]),
+        ("DR.SMITH", ["DR", ".", "SMITH"]),
+        ("pt's wife", ["pt", "'s", "wife"]),
+        ("on 3/4-3/6 s/p", ["on", "3", "/", "4", "-", "3", "/", "6", "s", "/", "p"]),
+        ("pg#12345", ["pg", "#", "12345"]),
+        ("CABG '98", ["CABG", "'", "98"]),
+        ("J.Smith RN", ["J", ".", "Smith", "RN"]),
+    ],
+)
+def test_glued_forms_split_with_exact_offsets(text: str, pieces: list[str]) -> None:
+    tokens = tokenize(text, "en").tokens
+    assert [t.text for t in tokens] == pieces
+    for t in tokens:
+        assert text[t.start : t.end] == t.text
+
+
+def test_glued_name_span_aligns_with_tokens(rules: RuleSet) -> None:
+    text = "per dr.smith 3/4-3/6"
+    spans = merge_spans(rules.find(text, standalone_only=True))
+    starts = {t.start for t in tokenize(text, "en").tokens}
+    ends = {t.end for t in tokenize(text, "en").tokens}
+    got = [(text[s.start : s.end], s.label) for s in spans]
+    assert ("smith", "DOCTOR") in got and ("3/4", "DATE") in got and ("3/6", "DATE") in got
+    assert all(s.start in starts and s.end in ends for s in spans)
+
+
+# -- the challenge set -------------------------------------------------------------------
+
+CATEGORIES = {"clinician_name", "relative_name", "patient_surname", "facility", "place", "date", "phone", "other"}
+
+
+@pytest.fixture(scope="module")
+def challenge() -> list[Document]:
+    return read_jsonl(CHALLENGE)
+
+
+def test_challenge_set_shape(challenge: list[Document]) -> None:
+    assert len(challenge) >= 60
+    covered = set()
+    for doc in challenge:
+        categories = doc.meta["categories"]
+        assert len(categories) == len(doc.spans) and set(categories) <= CATEGORIES
+        covered.update(categories)
+    assert covered >= CATEGORIES - {"other"}
+    styles = " ".join(d.meta["style"] for d in challenge)
+    for style in ("lower case", "all caps", "signature", "social work", "phone call", "radiology", "discharge"):
+        assert style in styles
+
+
+def rules_layer(rules: RuleSet, docs: list[Document]) -> list[Document]:
+    filters = load_filters("en")
+    return [
+        Document(d.id, d.text, tuple(apply_filters(d.text, merge_spans(rules.find(d.text, standalone_only=True)), filters)))
+        for d in docs
+    ]
+
+
+def test_challenge_recall_floor_for_rules_and_lexicons(rules: RuleSet, challenge: list[Document]) -> None:
+    """The rules+lexicon layer alone, on the fixed challenge set: a change that loses recall fails.
+
+    Measured 0.9118 recall, 0.9932 precision (non-whitespace characters) when
+    the floor was set; rules before issue 12 found 0.21.
+    """
+    pred = rules_layer(rules, challenge)
+    scores = visible_char_prf(challenge, pred)
+    assert scores["recall"] >= 0.90
+    assert scores["precision"] >= 0.97
+    per = recall_per_category(challenge, pred)
+    floors = {"clinician_name": 0.95, "relative_name": 0.85, "patient_surname": 0.95, "date": 0.95, "phone": 0.97, "place": 0.80, "facility": 0.65}
+    for category, floor in floors.items():
+        assert per[category]["recall"] >= floor, (category, per[category])
+
+
+def test_visible_chars_ignore_whitespace() -> None:
+    gold = [Document("a", "Jane  Smith x", (Span(0, 11, "PATIENT"),))]
+    split = [Document("a", "Jane  Smith x", (Span(0, 4, "PATIENT"), Span(6, 11, "PATIENT")))]
+    scores = visible_char_prf(gold, split)
+    assert scores["recall"] == 1.0 and scores["precision"] == 1.0 and scores["gold_chars"] == 9
+    half = [Document("a", "Jane  Smith x", (Span(0, 4, "PATIENT"), Span(12, 13, "PATIENT")))]
+    scores = visible_char_prf(gold, half)
+    assert scores["overlap_chars"] == 4 and scores["pred_chars"] == 5
+
+
+# -- literal anchors with word-edge marks ------------------------------------------------
+
+
+def test_anchor_edge_marks_keep_only_word_hits() -> None:
+    from deid_core.engine.rules import Rule, anchor_windows
+
+    text = "drug address; dr smith; Dr. Jones"
+    windows = anchor_windows(text, ("\\bdr\\b",), 0, 10)
+    hit_words = [text[a:b] for a, b in windows]
+    assert all("drug" not in w and "address" not in w for w in hit_words)
+    rule = Rule("t", "DOCTOR", r"(?i:\bdr\b\.?\s+)(\w+)", group=1, anchor=("\\bdr\\b",), window=(0, 12))
+    rules = RuleSet([rule])
+    assert [text[s.start : s.end] for s in rules.find(text)] == ["smith", "Jones"]
+    assert rules.find(text) == rules.find(text, use_anchors=False)
+
+
+def test_anchor_edge_marks_alone_are_an_error() -> None:
+    from deid_core.engine.rules import Rule
+    from deid_core.errors import RuleError
+
+    with pytest.raises(RuleError, match="edge marks"):
+        Rule("t", "DOCTOR", r"dr", anchor=("\\b",))
