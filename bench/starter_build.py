@@ -49,7 +49,8 @@ def main() -> None:
         os.environ["DEID_STARTER_DIR"] = tmp
         os.environ["DEID_STARTER_SIZE"] = args.size
         from deid_core.engine.model import DeidModel
-        from deid_core.engine.recall_bias import RECALL_BIAS_KEY, nonspace_char_prf
+        from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+        from deid_core.evaluation.visible_chars import visible_char_prf
         from deid_core.spans import Document
         from deid_core.synthetic import generate_notes
         from deid_core.synthetic.starter import ensure_starter, recipe
@@ -81,7 +82,7 @@ def main() -> None:
         chars = sum(len(d.text) for d in gold)
 
         def breakdown(bias: float) -> dict[str, object]:
-            out: dict[str, object] = {"all": nonspace_char_prf(gold, preds[bias])}
+            out: dict[str, object] = {"all": visible_char_prf(gold, preds[bias])}
             for key in ("kind", "styles"):
                 groups: dict[str, list[int]] = defaultdict(list)
                 for i, d in enumerate(gold):
@@ -89,7 +90,7 @@ def main() -> None:
                     for v in values if isinstance(values, list) else [values]:
                         groups[str(v)].append(i)
                 out[f"by_{key}"] = {
-                    k: {m: round(v, 4) for m, v in nonspace_char_prf(
+                    k: {m: round(v, 4) for m, v in visible_char_prf(
                         [gold[i] for i in idx], [preds[bias][i] for i in idx]).items()
                         if m in ("recall", "precision")}
                     for k, idx in sorted(groups.items())

@@ -25,7 +25,7 @@ import os
 import time
 
 from deid_core.engine.model import TrainConfig, train_model
-from deid_core.engine.recall_bias import nonspace_char_prf
+from deid_core.evaluation.visible_chars import visible_char_prf
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.synthetic import KINDS, REALISTIC, generate_notes
@@ -61,7 +61,7 @@ def main() -> None:
         out["settings"][name] = {  # type: ignore[index]
             "options": options,
             "train_cpu_seconds": round(train_cpu, 1),
-            **{f"bias_{b:g}": {k: round(float(v), 4) for k, v in nonspace_char_prf(dev, preds[b]).items()
+            **{f"bias_{b:g}": {k: round(float(v), 4) for k, v in visible_char_prf(dev, preds[b]).items()
                                if k in ("recall", "precision")} for b in BIASES},
         }
     out["load_end"] = [round(x, 2) for x in os.getloadavg()]

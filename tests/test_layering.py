@@ -5,8 +5,9 @@ inside functions (a lazy import is still a dependency). Stages, lowest first:
 
 0. the shared ground: ``errors``, ``spans``, ``schemes``, ``corpus`` (one room)
 1. ``engine`` (detect)
-2. ``evaluation``, ``formats``, ``synthetic`` (built on detection's tokens and tags)
-3. ``store`` (the annotation database)
+2. ``evaluation``, ``formats`` (built on detection's tokens and tags)
+3. ``synthetic`` (which trains and scores the starter model) and ``store`` (the annotation
+   database): peers
 4. ``protect`` and ``learning`` (peers: neither imports the other)
 5. ``ui``, ``cli``, ``demo``: the top, free to use anything
 """
@@ -23,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1] / "deid_core"
 RANKS: dict[str, int] = {
     "": 0, "errors": 0, "spans": 0, "schemes": 0, "corpus": 0,
     "engine": 1,
-    "evaluation": 2, "formats": 2, "synthetic": 2,
-    "store": 3,
+    "evaluation": 2, "formats": 2,
+    "synthetic": 3, "store": 3,
     "protect": 4, "learning": 4,
     "ui": 5, "cli": 5, "demo": 5, "__main__": 5,
 }

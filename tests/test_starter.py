@@ -18,11 +18,11 @@ from deid_core.corpus import read_jsonl, write_jsonl
 from deid_core.engine.model import DeidModel, TrainConfig, train_model
 from deid_core.engine.recall_bias import (
     RECALL_BIAS_KEY,
-    nonspace_char_prf,
     parse_bias,
     resolve_bias,
 )
 from deid_core.errors import ModelError, UnsupportedFormat
+from deid_core.evaluation.visible_chars import visible_char_prf
 from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 from deid_core.synthetic import starter as starter_mod
@@ -97,8 +97,8 @@ def test_bias_recall_applies_the_recorded_bias(starter_env, notes_file, tmp_path
     p0, p1 = read_jsonl(out0, allow_overlap=True), read_jsonl(out1, allow_overlap=True)
     assert {d.meta["bias"] for d in p1} == {recall_bias}
     gold = generate_notes(4, seed=77)
-    r0 = nonspace_char_prf(gold, p0)["recall"]
-    r1 = nonspace_char_prf(gold, p1)["recall"]
+    r0 = visible_char_prf(gold, p0)["recall"]
+    r1 = visible_char_prf(gold, p1)["recall"]
     assert r1 >= r0 and sum(len(d.spans) for d in p1) >= sum(len(d.spans) for d in p0)
 
 
@@ -183,7 +183,7 @@ def test_no_starter_for_spanish_is_a_clear_error():
 def test_nonspace_char_measure():
     gold = [Document("a", "Mary  Smith came", (Span(0, 11, "PATIENT"),))]
     pred = [Document("a", "Mary  Smith came", (Span(0, 4, "PATIENT"), Span(12, 16, "PATIENT")))]
-    m = nonspace_char_prf(gold, pred)
+    m = visible_char_prf(gold, pred)
     assert m["gold_chars"] == 9 and m["overlap_chars"] == 4 and m["pred_chars"] == 8
     assert m["recall"] == pytest.approx(4 / 9) and m["precision"] == 0.5
 
@@ -218,7 +218,7 @@ def test_a_new_project_starts_from_the_starter(starter_env, tmp_path, monkeypatc
 
 
 def test_app_bias_offers_the_recorded_recall_bias(starter_env):
-    from deid_core.ui.bias import BIAS_MIN, model_recall_bias
+    from deid_core.ui.bias import BIAS_MAX, BIAS_MIN, model_recall_bias
 
     class M:
         metadata: dict = {}
@@ -226,7 +226,8 @@ def test_app_bias_offers_the_recorded_recall_bias(starter_env):
     assert model_recall_bias(M()) is None
     M.metadata = {RECALL_BIAS_KEY: -9.0}
     assert model_recall_bias(M()) == BIAS_MIN  # clamped to the slider
-    assert model_recall_bias(starter_env["model"]) == round(starter_env["model"].metadata[RECALL_BIAS_KEY] * 4) / 4
+    recorded = round(starter_env["model"].metadata[RECALL_BIAS_KEY] * 4) / 4
+    assert model_recall_bias(starter_env["model"]) == min(BIAS_MAX, max(BIAS_MIN, recorded))
 
 
 def test_predict_queue_bias_recall_uses_the_active_models_value(starter_env, tmp_path, monkeypatch, capsys):

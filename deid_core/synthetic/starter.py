@@ -39,13 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from deid_core.engine.model import DeidModel, TrainConfig, train_model
-from deid_core.engine.recall_bias import (
-    DEFAULT_TARGET,
-    RECALL_BIAS_INFO_KEY,
-    RECALL_BIAS_KEY,
-    choose_recall_bias,
-)
+from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
 from deid_core.errors import UnsupportedFormat
+from deid_core.evaluation.bias_sweep import DEFAULT_TARGET, choose_recall_bias
 from deid_core.schemes import load_scheme
 from deid_core.synthetic import REALISTIC, generate_notes
 
