@@ -97,6 +97,8 @@ def build_demo(
         train_docs, lang="en", scheme=scheme,
         config=TrainConfig(max_iterations=cfg.max_iterations, seed=cfg.seed),
         progress=train_progress,
+        # what a retrain rebuilds to build on the starter (deid_core.learning.retrain)
+        corpus={"kind": "synthetic", "lang": "en", "n": cfg.n_train, "seed": cfg.train_seed, "options": {}},
     )
     model_path = model.save(directory / "models" / model.version)
 

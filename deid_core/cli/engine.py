@@ -115,7 +115,7 @@ def _scheme(name: str | None):  # type: ignore[no-untyped-def]
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from deid_core.corpus import read_jsonl
+    from deid_core.corpus import file_corpus_reference, read_jsonl
     from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.evaluation import evaluate
 
@@ -142,7 +142,10 @@ def run_train(args: argparse.Namespace) -> int:
     config = with_config(config, **changes)
     bar = _Bar("training")
     try:
-        model = train_model(docs, lang=args.lang, scheme=_scheme(args.scheme), config=config, progress=bar)
+        model = train_model(
+            docs, lang=args.lang, scheme=_scheme(args.scheme), config=config, progress=bar,
+            corpus=file_corpus_reference(args.data, len(docs)),
+        )
     finally:
         bar.close()
     if dev is not None:

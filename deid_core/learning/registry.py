@@ -66,6 +66,15 @@ class RetrainPolicy:
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
     min_heldout: int = 20  # below this many unseen held-out notes, use k-fold
     folds: int = 5
+    #: How a candidate builds on the active model's training corpus
+    #: (``deid_core.learning.retrain``): "augment" (feature augmentation,
+    #: Daume 2007) or "duplicate" (reviewed notes repeated ``reviewed_weight`` times).
+    adaptation: str = "augment"
+    reviewed_weight: int = 3  # each reviewed note counts this many times in training
+    #: crfsuite settings of the in-loop candidate (a round must stay short);
+    #: None keeps the active model's own setting.
+    loop_algorithm: str | None = "ap"
+    loop_iterations: int | None = 10
 
     def __post_init__(self) -> None:
         if self.retrain_every < 1:
@@ -76,6 +85,10 @@ class RetrainPolicy:
             raise ValueError(f"heldout_share must be >= 2, got {self.heldout_share}")
         if self.tolerance_f1 < 0 or self.tolerance_recall < 0:
             raise ValueError("tolerances must be >= 0")
+        if self.adaptation not in ("augment", "duplicate"):
+            raise ValueError(f"adaptation must be 'augment' or 'duplicate', got {self.adaptation!r}")
+        if self.reviewed_weight < 1:
+            raise ValueError(f"reviewed_weight must be >= 1, got {self.reviewed_weight}")
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None) -> RetrainPolicy:
@@ -128,6 +141,7 @@ def evaluate_predictions(gold: Sequence[Document], pred: Sequence[Document]) -> 
         "strict_precision": float(strict["precision"]),
         "strict_recall": float(strict["recall"]),
         "char_recall": float(char["recall"]),
+        "char_precision": float(char["precision"]),
         "n_docs": len(gold),
     }
 
