@@ -230,3 +230,21 @@ def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # 
     assert not retrain_due(store, "st")
     repo.import_documents(store, "st", [note(i) for i in range(2, 3)], annotations="gold")
     assert retrain_due(store, "st")
+
+
+def test_kfold_scores_notes_the_active_model_never_saw_without_retraining_it() -> None:
+    reviewed = [note(i) for i in range(24)]
+    active = label_trainer(reviewed[:12])
+    retrained: list[int] = []
+
+    def counting(docs, progress=None):  # noqa: ANN001, ANN202
+        retrained.append(len(docs))
+        return label_trainer(docs, progress)
+
+    result = retrain(reviewed, trainer=counting, active_model=active,
+                     active_train_ids=set(active.train_ids), policy=RetrainPolicy(folds=3, min_unseen=10))
+    c = result.decision.comparison
+    assert c.method == "kfold-unseen"
+    assert set(c.eval_ids) == {d.id for d in reviewed[12:]}  # only notes the active model never saw
+    assert len(retrained) == 1 + 3  # the candidate and its 3 folds; the active procedure is not re-run
+    assert result.decision.accepted

@@ -133,7 +133,7 @@ def test_candidate_keeps_a_label_seen_only_in_starter_data(adaptation: str) -> N
     probe = _note(50, room_is_phi=True, phone=True, prefix="p")
     phone = probe.text[probe.spans[-1].start:probe.spans[-1].end]
     assert _labels(starter, probe).get(phone) == "PHONE"
-    policy = replace(POLICY, adaptation=adaptation)
+    policy = replace(POLICY, adaptation=adaptation, reviewed_weight=3 if adaptation == "duplicate" else 1)
     trainer = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=policy)
     candidate = trainer(reviewed, None)
     assert _labels(candidate, probe).get(phone) == "PHONE"

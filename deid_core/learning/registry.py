@@ -65,12 +65,16 @@ class RetrainPolicy:
     tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
     min_heldout: int = 20  # below this many unseen held-out notes, use k-fold
-    folds: int = 5
+    folds: int = 3
+    #: With at least this many reviewed notes the active model never trained
+    #: on, the k-fold scores only those: the active model itself predicts them
+    #: (it never saw them), so its training procedure need not be re-run.
+    min_unseen: int = 10
     #: How a candidate builds on the active model's training corpus
     #: (``deid_core.learning.retrain``): "augment" (feature augmentation,
     #: Daume 2007) or "duplicate" (reviewed notes repeated ``reviewed_weight`` times).
     adaptation: str = "augment"
-    reviewed_weight: int = 3  # each reviewed note counts this many times in training
+    reviewed_weight: int = 1  # each reviewed note counts this many times in training
     #: crfsuite settings of the in-loop candidate (a round must stay short);
     #: None keeps the active model's own setting.
     loop_algorithm: str | None = "ap"
@@ -254,7 +258,13 @@ def compare(
     pool = [d for d in reviewed if d.id in candidate_train_ids]
     if len(pool) < 2:
         return Comparison("none", 0, {}, None)
-    folds = _folds(pool, policy.folds)
+    method, scored = "kfold", pool
+    unseen = [d for d in pool if d.id not in active_ids]
+    if active_model is not None and active_ids and len(unseen) >= policy.min_unseen:
+        # Paired on the notes the active model never saw: it predicts them as it
+        # stands, and only the candidate's procedure is re-run without each fold.
+        method, scored = "kfold-unseen", unseen
+    folds = _folds(scored, policy.folds)
     gold: list[Document] = []
     cand_pred: list[Document] = []
     act_pred: list[Document] = []
@@ -269,7 +279,9 @@ def compare(
         cand_pred.extend(predict_documents(cand_fold, fold))
         if active_model is None:
             continue
-        if act_rest:
+        if method == "kfold-unseen":
+            act_pred.extend(predict_documents(active_model, fold))
+        elif act_rest:
             act_fold = active_trainer(act_rest, _scale(progress, (lo + hi) / 2, hi))
             act_pred.extend(predict_documents(act_fold, fold))
         else:
@@ -279,7 +291,7 @@ def compare(
             act_pred.extend(predict_documents(active_model, fold))
         log.info("k-fold comparison: fold %d/%d (%d eval notes)", i + 1, len(folds), len(fold))
     return Comparison(
-        "kfold",
+        method,
         len(gold),
         evaluate_predictions(gold, cand_pred),
         evaluate_predictions(gold, act_pred) if active_model is not None else None,
