@@ -43,6 +43,12 @@ c1, c2 = st.columns([1, 3])
 if c1.button("Retrain now", type="primary", disabled=busy or counts["reviewed"] < 2, key="retrain"):
     engine, name = ctx.engine, project.name
     launch("Retraining", lambda progress: retrain_project(engine, name, actor, progress=progress))
+if c1.button("Full retrain (L-BFGS)", disabled=busy or counts["reviewed"] < 2, key="retrain_full",
+             help="Automatic rounds use a fast crfsuite algorithm; this trains the same candidate"
+                  " with L-BFGS (slower, usually a little better) and judges it the same way."):
+    engine, name = ctx.engine, project.name
+    launch("Full retraining", lambda progress: retrain_project(engine, name, actor, full=True,
+                                                              progress=progress))
 c2.caption("Trains on the active model's own training notes plus every reviewed note (imported"
            " gold included), the reviewed notes weighted up, compares the candidate with the active"
            " model on reviewed notes the candidate did not train on (character recall first, then"

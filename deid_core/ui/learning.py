@@ -54,9 +54,14 @@ def retrain_project(
     actor: str,
     *,
     max_iterations: int | None = None,
+    full: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Train, compare, register, maybe activate and re-predict; returns a summary (no text)."""
+    """Train, compare, register, maybe activate and re-predict; returns a summary (no text).
+
+    Automatic rounds use the policy's fast crfsuite settings (``loop_algorithm``);
+    ``full=True`` is the slower L-BFGS retrain on the same data, run on demand.
+    """
     from deid_core.engine.model import DeidModel, TrainConfig
     from deid_core.learning.registry import RetrainPolicy
     from deid_core.learning.retrain import retrain_round
@@ -68,6 +73,8 @@ def retrain_project(
     if len(reviewed) < 2:
         raise DeidError("retraining needs at least 2 reviewed notes")
     policy = RetrainPolicy.from_settings(info.settings)
+    if full:
+        policy = replace(policy, loop_algorithm="lbfgs", loop_iterations=APP_MAX_ITERATIONS)
     if max_iterations is not None:
         policy = replace(policy, loop_iterations=max_iterations)
     say = _scale(progress, 0.0, 0.85)
