@@ -128,6 +128,36 @@ def score_phi_mass(pred: PredictionLike) -> float:
     return float((1.0 - m[:, _outside_column(pred)]).sum())
 
 
+def confidence_measures(pred: Any) -> dict[str, float]:
+    """Document confidence measures, oriented so that higher = more confident.
+
+    For ranking the queue by expected errors (``bench/queue_order.py`` compares
+    them against each note's F1): log-probability raw and per token, minus the
+    expected number of wrongly tagged tokens (sum of 1 - max marginal, raw and
+    per token), the smallest marginal of a token on a predicted PHI tag, and
+    minus the expected number of PHI tokens.
+    """
+    m = _marginals(pred)
+    n = m.shape[0]
+    if n == 0:
+        return {"logprob": 0.0, "logprob_per_token": 0.0, "neg_expected_errors": 0.0,
+                "neg_expected_errors_per_token": 0.0, "min_span_marginal": 1.0, "neg_phi_mass": 0.0}
+    errors = float((1.0 - m.max(axis=1)).sum())
+    phi = float((1.0 - m[:, _outside_column(pred)]).sum())
+    names = list(pred.tag_names)
+    tags = list(getattr(pred, "tags", ()) or ())
+    span_marginals = [m[k, names.index(t)] for k, t in enumerate(tags) if t != "O"]
+    logprob = float(getattr(pred, "logprob", pred.logprob_per_token * n))
+    return {
+        "logprob": logprob,
+        "logprob_per_token": float(pred.logprob_per_token),
+        "neg_expected_errors": -errors,
+        "neg_expected_errors_per_token": -errors / n,
+        "min_span_marginal": float(min(span_marginals)) if span_marginals else 1.0,
+        "neg_phi_mass": -phi,
+    }
+
+
 # --------------------------------------------------------------------------- selection
 
 
