@@ -104,7 +104,10 @@ def run_proxy(args: argparse.Namespace, strategies: list[str]) -> tuple[dict, di
     test = read_jsonl(DATA / "presidio-synth" / "dev.jsonl")
     t0, c0 = time.perf_counter(), time.process_time()
     start = proxy_model(args)
-    policy = RetrainPolicy(loop_algorithm=args.algorithm, loop_iterations=args.max_iterations)
+    # the app's policy: its own in-loop algorithm unless --proxy-algorithm says otherwise
+    policy = RetrainPolicy()
+    if args.proxy_algorithm:
+        policy = RetrainPolicy(loop_algorithm=args.proxy_algorithm, loop_iterations=args.max_iterations)
     res = simulate_from_model(
         start, pool, test, strategies=strategies, batch=args.proxy_batch, budget=args.proxy_budget,
         repeats=1, policy=policy, candidates=args.candidates, label_map=mapping,
@@ -188,6 +191,7 @@ def main() -> int:
     ap.add_argument("--start-model", default=None, help="proxy: start from this model directory")
     ap.add_argument("--proxy-base-notes", type=int, default=150, help="proxy: generator notes of the starter")
     ap.add_argument("--proxy-base-iterations", type=int, default=50, help="proxy: lbfgs iterations")
+    ap.add_argument("--proxy-algorithm", default=None, help="proxy: in-loop crfsuite algorithm (default: the policy's)")
     ap.add_argument("--proxy-batch", type=int, default=25)
     ap.add_argument("--proxy-budget", type=int, default=100)
     args = ap.parse_args()

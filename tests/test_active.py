@@ -281,7 +281,7 @@ def test_confidence_measures_are_oriented_higher_is_surer() -> None:
     unsure = np.full((3, len(TAGS)), 1.0 / len(TAGS))
     a = confidence_measures(FakePrediction("a", sure, logprob_per_token=-0.01))
     b = confidence_measures(FakePrediction("b", unsure, logprob_per_token=-1.0))
-    assert set(a) == {"logprob", "logprob_per_token", "neg_expected_errors",
+    assert set(a) == {"expected_span_f1", "logprob", "logprob_per_token", "neg_expected_errors",
                       "neg_expected_errors_per_token", "min_span_marginal", "neg_phi_mass"}
     for key in a:
         assert a[key] >= b[key], key

@@ -140,7 +140,7 @@ def confidence_measures(pred: Any) -> dict[str, float]:
     m = _marginals(pred)
     n = m.shape[0]
     if n == 0:
-        return {"logprob": 0.0, "logprob_per_token": 0.0, "neg_expected_errors": 0.0,
+        return {"expected_span_f1": 1.0, "logprob": 0.0, "logprob_per_token": 0.0, "neg_expected_errors": 0.0,
                 "neg_expected_errors_per_token": 0.0, "min_span_marginal": 1.0, "neg_phi_mass": 0.0}
     errors = float((1.0 - m.max(axis=1)).sum())
     phi = float((1.0 - m[:, _outside_column(pred)]).sum())
@@ -148,7 +148,22 @@ def confidence_measures(pred: Any) -> dict[str, float]:
     tags = list(getattr(pred, "tags", ()) or ())
     span_marginals = [m[k, names.index(t)] for k, t in enumerate(tags) if t != "O"]
     logprob = float(getattr(pred, "logprob", pred.logprob_per_token * n))
+    # Expected strict F1 of the note: predicted spans count as correct with the
+    # product of their tokens' path marginals (an approximation of the span's
+    # marginal), gold spans expected = the sum of B- marginals.
+    span_probs: list[float] = []
+    for k, t in enumerate(tags):
+        p_tag = float(m[k, names.index(t)])
+        if t.startswith("B-") or (t.startswith("I-") and (k == 0 or tags[k - 1] == "O")):
+            span_probs.append(p_tag)
+        elif t.startswith("I-") and span_probs:
+            span_probs[-1] *= p_tag
+    begins = [j for j, name in enumerate(names) if name.startswith("B-")]
+    expected_gold = float(m[:, begins].sum()) if begins else 0.0
+    denom = len(span_probs) + expected_gold
+    expected_f1 = 2.0 * sum(span_probs) / denom if denom > 1e-9 else 1.0
     return {
+        "expected_span_f1": expected_f1,
         "logprob": logprob,
         "logprob_per_token": float(pred.logprob_per_token),
         "neg_expected_errors": -errors,

@@ -77,7 +77,7 @@ class RetrainPolicy:
     reviewed_weight: int = 1  # each reviewed note counts this many times in training
     #: crfsuite settings of the in-loop candidate (a round must stay short);
     #: None keeps the active model's own setting.
-    loop_algorithm: str | None = "ap"
+    loop_algorithm: str | None = "pa"
     loop_iterations: int | None = 10
 
     def __post_init__(self) -> None:
