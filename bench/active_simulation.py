@@ -128,6 +128,7 @@ def run_proxy(args: argparse.Namespace, strategies: list[str]) -> tuple[dict, di
             "rounds": len(rounds),
             "mean_round_seconds": round(float(np.mean([p["round_seconds"] for p in rounds])), 1),
             "max_round_seconds": round(float(np.max([p["round_seconds"] for p in rounds])), 1),
+            "mean_round_cpu_seconds": round(float(np.mean([p.get("round_cpu_seconds", 0.0) for p in rounds])), 1),
         }
     if "random" in res["strategies"]:
         rand = summary["strategies"]["random"]["mean_strict_f1_over_curve"]
