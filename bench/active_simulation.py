@@ -5,6 +5,16 @@
         [--repeats 3] [--seed-docs 10] [--batch 20] [--budget 190] [--candidates 150]
         [--algorithm ap] [--max-iterations 10] [--workers 2]
 
+``proxy`` (in ``--datasets``) is the new-domain proxy of issue 13: the loop
+from a starting model (``--start-model PATH``, or a small model trained on
+``--proxy-base-notes`` generator notes with that configuration recorded as its
+training corpus) through the app's retrain round (``simulate_from_model``):
+pool = presidio-synth train, test = presidio-synth dev, labels mapped by
+``bench/presidio_to_i2b2.yaml``, batches of ``--proxy-batch`` up to
+``--proxy-budget`` notes. Reported beside MEDDOCAN: per strategy the mean
+strict F1 over the curve, whether the curve ever falls below the starting
+model's character recall, candidates kept, and seconds per round.
+
 Writes the learning curves as a PNG (Altair, rendered with vl-convert) to ``--chart``.
 Targets checked (mean over repeats, MEDDOCAN): the best strategy reaches 95% of
 the full-pool strict F1 with <= 35% of the pool's notes, and after the third
@@ -30,10 +40,14 @@ sys.path.insert(0, str(ROOT))
 from deid_core.cli.active import loop_config  # noqa: E402
 from deid_core.corpus import read_jsonl  # noqa: E402
 from deid_core.learning.active import CRFEstimator, as_object_array  # noqa: E402
-from deid_core.learning.simulate import simulate  # noqa: E402
+from deid_core.learning.simulate import simulate, simulate_from_model  # noqa: E402
 from deid_core.schemes import load_scheme  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the checkout (or beside the worktrees' parent)
+DATA = next(
+    (p for p in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if p.is_dir()),
+    ROOT.parent / "shared" / "data",
+)
 DATASETS = {
     "meddocan": {"dir": "meddocan", "lang": "es", "scheme": "meddocan"},
     "presidio-synth": {"dir": "presidio-synth", "lang": "en", "scheme": "presidio_synth"},
@@ -66,6 +80,62 @@ def beats_random(curve: list[dict], random_curve: list[dict], after: int = 3) ->
         "points_compared_by_tokens": len(by_tokens),
         "by_tokens": bool(by_tokens) and all(by_tokens),
     }
+
+
+def proxy_model(args: argparse.Namespace):  # noqa: ANN201
+    """The starting model of the proxy: ``--start-model`` or a small generator-trained one."""
+    from deid_core.engine.model import DeidModel, TrainConfig, train_model
+    from deid_core.learning.retrain import training_corpus
+
+    if args.start_model:
+        return DeidModel.load(args.start_model)
+    ref = {"kind": "synthetic", "lang": "en", "n": args.proxy_base_notes, "seed": 1, "options": {}}
+    return train_model(training_corpus({"corpus": ref}), lang="en", scheme=load_scheme("i2b2_2014"),
+                       config=TrainConfig(max_iterations=args.proxy_base_iterations), corpus=ref)
+
+
+def run_proxy(args: argparse.Namespace, strategies: list[str]) -> tuple[dict, dict]:
+    import yaml
+
+    from deid_core.learning.registry import RetrainPolicy
+
+    mapping = yaml.safe_load((ROOT / "bench" / "presidio_to_i2b2.yaml").read_text("utf-8"))
+    pool = read_jsonl(DATA / "presidio-synth" / "train.jsonl")
+    test = read_jsonl(DATA / "presidio-synth" / "dev.jsonl")
+    t0, c0 = time.perf_counter(), time.process_time()
+    start = proxy_model(args)
+    # the app's policy: its own in-loop algorithm unless --proxy-algorithm says otherwise
+    policy = RetrainPolicy()
+    if args.proxy_algorithm:
+        policy = RetrainPolicy(loop_algorithm=args.proxy_algorithm, loop_iterations=args.max_iterations)
+    res = simulate_from_model(
+        start, pool, test, strategies=strategies, batch=args.proxy_batch, budget=args.proxy_budget,
+        repeats=1, policy=policy, candidates=args.candidates, label_map=mapping,
+        progress=lambda m, f: print(f"[proxy] {f:5.1%} {m}", file=sys.stderr, flush=True),
+    )
+    summary: dict = {"pool_docs": len(pool), "test_docs": len(test), "start_model": res["start_model"],
+                     "full_pool": res["full_pool"], "wall_seconds": round(time.perf_counter() - t0, 1),
+                     "cpu_seconds": round(time.process_time() - c0, 1), "strategies": {}}
+    start_recall = res["start_model"]["char_recall"]
+    for name, data in res["strategies"].items():
+        curve = data["curve"]
+        rounds = curve[1:]
+        summary["strategies"][name] = {
+            "mean_strict_f1_over_curve": round(float(np.mean([p["strict_f1"] for p in curve])), 4),
+            "final": curve[-1],
+            "never_below_start_recall": all(p["char_recall"] >= start_recall - 1e-9 for p in curve),
+            "accepted_rounds": sum(bool(p["accepted"]) for p in rounds),
+            "rounds": len(rounds),
+            "mean_round_seconds": round(float(np.mean([p["round_seconds"] for p in rounds])), 1),
+            "max_round_seconds": round(float(np.max([p["round_seconds"] for p in rounds])), 1),
+            "mean_round_cpu_seconds": round(float(np.mean([p.get("round_cpu_seconds", 0.0) for p in rounds])), 1),
+        }
+    if "random" in res["strategies"]:
+        rand = summary["strategies"]["random"]["mean_strict_f1_over_curve"]
+        for name, entry in summary["strategies"].items():
+            if name != "random":
+                entry["mean_f1_beats_random"] = entry["mean_strict_f1_over_curve"] > rand
+    return res, summary
 
 
 def time_retrain(pool, n: int, lang: str, scheme, config) -> dict:  # noqa: ANN001
@@ -119,6 +189,12 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--candidates", type=int, default=150, help="random sub-pool scored per round")
     ap.add_argument("--diversity", type=float, default=None)
+    ap.add_argument("--start-model", default=None, help="proxy: start from this model directory")
+    ap.add_argument("--proxy-base-notes", type=int, default=150, help="proxy: generator notes of the starter")
+    ap.add_argument("--proxy-base-iterations", type=int, default=50, help="proxy: lbfgs iterations")
+    ap.add_argument("--proxy-algorithm", default=None, help="proxy: in-loop crfsuite algorithm (default: the policy's)")
+    ap.add_argument("--proxy-batch", type=int, default=25)
+    ap.add_argument("--proxy-budget", type=int, default=100)
     args = ap.parse_args()
     # Per-round lines from the simulation (forked workers inherit this).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -127,6 +203,9 @@ def main() -> int:
     config = loop_config(args.algorithm, args.max_iterations)
     results, report = {}, {}
     for ds in [d for d in args.datasets.split(",") if d]:
+        if ds == "proxy":
+            results[ds], report[ds] = run_proxy(args, strategies)
+            continue
         spec = DATASETS[ds]
         pool = read_jsonl(DATA / spec["dir"] / "train.jsonl")
         test = read_jsonl(DATA / spec["dir"] / "dev.jsonl")

@@ -275,6 +275,31 @@ def read_jsonl(
     return list(iter_jsonl(path, allow_overlap=allow_overlap, check_text=check_text))
 
 
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, read in blocks (training files can be large)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_corpus_reference(path: str | os.PathLike[str], n_documents: int) -> dict[str, Any]:
+    """What a model trained from a file records under ``metadata["corpus"]``.
+
+    A retrain rebuilds the training set from it (``deid_core.learning.retrain``)
+    and refuses if the file is gone or changed, rather than train on something else.
+    """
+    return {
+        "kind": "file",
+        "path": str(Path(path).resolve()),
+        "sha256": file_sha256(path),
+        "documents": int(n_documents),
+    }
+
+
 def atomic_write_text(path: str | os.PathLike[str], write: Any, *, mode: str = "w") -> None:
     """Call ``write(fh)`` on a temporary file beside ``path`` and rename it into place."""
     target = Path(path)

@@ -45,9 +45,17 @@ c1, c2 = st.columns([1, 3])
 if c1.button("Retrain now", type="primary", disabled=busy or counts["reviewed"] < 2, key="retrain"):
     engine, name = ctx.engine, project.name
     launch("Retraining", lambda progress: retrain_project(engine, name, actor, progress=progress))
-c2.caption("Trains on every reviewed note (imported gold included), compares the candidate with"
-           " the active model on notes neither trained on, and activates it only if it is not"
-           " worse. Runs in the background: keep reviewing.")
+if c1.button("Full retrain (L-BFGS)", disabled=busy or counts["reviewed"] < 2, key="retrain_full",
+             help="Automatic rounds use a fast crfsuite algorithm; this trains the same candidate"
+                  " with L-BFGS (slower, usually a little better) and judges it the same way."):
+    engine, name = ctx.engine, project.name
+    launch("Full retraining", lambda progress: retrain_project(engine, name, actor, full=True,
+                                                              progress=progress))
+c2.caption("Trains on the active model's own training notes plus every reviewed note (imported"
+           " gold included), the reviewed notes weighted up, compares the candidate with the active"
+           " model on reviewed notes the candidate did not train on (character recall first, then"
+           " strict F1), and activates it only if it is not worse. Runs in the background: keep"
+           " reviewing.")
 
 
 @st.fragment(run_every=1.0)
@@ -87,6 +95,8 @@ else:
         rows.append({
             "version": v.version, "active": v.active, "created": v.created_at,
             "trained on": v.n_train_docs, "parent": v.parent_version,
+            "starter notes": (v.metrics or {}).get("n_base_docs"),
+            "weighting": (v.metrics or {}).get("adaptation"),
             "held-out strict F1": cand.get("strict_f1"), "held-out char recall": cand.get("char_recall"),
             "evaluated on": ev.get("n_eval_docs"), "method": ev.get("method"),
             "decision": ev.get("decision"),

@@ -270,3 +270,21 @@ def test_as_object_array_keeps_documents_whole() -> None:
     docs = [Document("a", "abc", (Span(0, 1, "X"),)), Document("b", "")]
     arr = as_object_array(docs)
     assert arr.shape == (2,) and arr[0] is docs[0]
+
+
+def test_confidence_measures_are_oriented_higher_is_surer() -> None:
+    from deid_core.learning.active import confidence_measures
+
+    o = TAGS.index("O")
+    sure = np.zeros((3, len(TAGS)))
+    sure[:, o] = 1.0
+    unsure = np.full((3, len(TAGS)), 1.0 / len(TAGS))
+    a = confidence_measures(FakePrediction("a", sure, logprob_per_token=-0.01))
+    b = confidence_measures(FakePrediction("b", unsure, logprob_per_token=-1.0))
+    assert set(a) == {"expected_span_f1", "logprob", "logprob_per_token", "neg_expected_errors",
+                      "neg_expected_errors_per_token", "min_span_marginal", "neg_phi_mass"}
+    for key in a:
+        assert a[key] >= b[key], key
+    assert a["neg_expected_errors"] == 0.0 and a["min_span_marginal"] == 1.0
+    assert b["neg_expected_errors"] == pytest.approx(-3 * (1 - 1.0 / len(TAGS)))
+    assert b["logprob"] == pytest.approx(-3.0)

@@ -113,7 +113,7 @@ def test_registry_keeps_the_active_model_when_the_candidate_is_worse_kfold() -> 
     d = result.decision
     assert d.comparison.method == "kfold"
     assert not d.accepted
-    assert d.reason.startswith("rejected: strict F1 dropped")
+    assert d.reason.startswith("rejected: character recall dropped") and "strict F1 dropped" in d.reason
     assert d.comparison.candidate["strict_f1"] == 0.0
     assert d.comparison.active["strict_f1"] == 1.0
     audit = d.to_audit()
@@ -235,3 +235,44 @@ def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # 
     assert not retrain_due(store, "st")
     repo.import_documents(store, "st", [note(i) for i in range(2, 3)], annotations="gold")
     assert retrain_due(store, "st")
+
+
+def test_kfold_scores_notes_the_active_model_never_saw_without_retraining_it() -> None:
+    reviewed = [note(i) for i in range(24)]
+    active = label_trainer(reviewed[:12])
+    retrained: list[int] = []
+
+    def counting(docs, progress=None):  # noqa: ANN001, ANN202
+        retrained.append(len(docs))
+        return label_trainer(docs, progress)
+
+    result = retrain(reviewed, trainer=counting, active_model=active,
+                     active_train_ids=set(active.train_ids), policy=RetrainPolicy(folds=3, min_unseen=10))
+    c = result.decision.comparison
+    assert c.method == "kfold-unseen"
+    assert set(c.eval_ids) == {d.id for d in reviewed[12:]}  # only notes the active model never saw
+    assert len(retrained) == 1 + 3  # the candidate and its 3 folds; the active procedure is not re-run
+    assert result.decision.accepted
+
+
+def test_only_a_significant_drop_rejects_when_p_values_are_known() -> None:
+    cand, active = {"strict_f1": 0.99, "char_recall": 0.993}, {"strict_f1": 0.999, "char_recall": 0.998}
+    policy = RetrainPolicy(significance=0.05)
+    ok, reason = decide(cand, active, policy, {"strict_f1": 0.4, "char_recall": 0.3})
+    assert ok and "not significantly worse" in reason and "p = 0.300" in reason
+    ok, reason = decide(cand, active, policy, {"strict_f1": 0.4, "char_recall": 0.01})
+    assert not ok and reason.startswith("rejected: character recall dropped") and "p = 0.010" in reason
+    ok, _ = decide(cand, active, RetrainPolicy(significance=None), {"strict_f1": 0.4, "char_recall": 0.3})
+    assert not ok
+
+
+def test_kfold_comparison_carries_paired_p_values() -> None:
+    reviewed = [note(i) for i in range(12)]
+    active = label_trainer(reviewed[:8])
+    result = retrain(reviewed, trainer=blind_trainer, active_model=active,
+                     active_train_ids=set(active.train_ids), active_trainer=label_trainer,
+                     policy=RetrainPolicy(folds=3, significance_trials=199))
+    p = result.decision.comparison.p_values
+    assert set(p) == {"strict_f1", "char_recall"} and p["strict_f1"] < 0.05  # 0 vs 1 on 12 notes
+    assert not result.decision.accepted
+    assert result.decision.to_audit()["p_values"] == p

@@ -150,3 +150,87 @@ def test_cli_simulate_reports_bad_input(tmp_path, capsys) -> None:  # noqa: ANN0
     assert rc == 1
     err = capsys.readouterr().err
     assert "pool.jsonl" in err and "line 1" in err
+
+
+# -- from a starting model: the app's retrain round --------------------------------------
+
+START_POLICY = {"loop_algorithm": "lbfgs", "loop_iterations": 8, "folds": 2}
+
+
+@pytest.fixture(scope="module")
+def start_model_dir(tmp_path_factory):  # noqa: ANN201
+    from deid_core.engine.model import train_model
+    from deid_core.schemes import load_scheme
+
+    ref = {"kind": "synthetic", "lang": "en", "n": 8, "seed": 21, "options": {}}
+    model = train_model(generate_notes(8, seed=21), lang="en", scheme=load_scheme("i2b2_2014"),
+                        config=FAST, corpus=ref)
+    return model.save(tmp_path_factory.mktemp("start") / "m")
+
+
+def test_simulate_from_start_model_contract(corpora, start_model_dir, tmp_path, capsys) -> None:  # noqa: ANN001
+    pool, test = corpora
+    pool_path, test_path = tmp_path / "pool.jsonl", tmp_path / "test.jsonl"
+    # the pool speaks another scheme: PATIENT is called PERSON there
+    renamed = [d.with_spans(tuple(s if s.label != "PATIENT" else replace(s, label="PERSON")
+                                  for s in d.spans)) for d in pool[:12]]
+    write_jsonl(pool_path, renamed)
+    write_jsonl(test_path, test[:5])
+    args = ["simulate", "--start-model", str(start_model_dir), "--pool", str(pool_path),
+            "--test", str(test_path), "--strategy", "least_confident", "--batch", "4",
+            "--budget", "8", "--repeats", "1", "--algorithm", "lbfgs", "--max-iterations", "8",
+            "--folds", "2", "--json"]
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert "PERSON" in err and "--label-map" in err
+    label_map = tmp_path / "map.json"
+    label_map.write_text(json.dumps({"PERSON": "PATIENT"}), encoding="utf-8")
+    assert main([*args, "--label-map", str(label_map)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"full_pool", "strategies", "settings", "start_model"}
+    assert set(result["full_pool"]) >= {"strict_f1", "char_recall", "docs", "tokens", "train_seconds"}
+    curve = result["strategies"]["least_confident"]["curve"]
+    assert [p["docs"] for p in curve] == [0, 4, 8]
+    keys = {"docs", "tokens", "strict_f1", "char_recall", "strict_f1_std", "char_precision",
+            "strict_precision", "strict_recall", "accepted", "round_seconds"}
+    for p in curve:
+        assert keys <= set(p), keys - set(p)
+        assert isinstance(p["accepted"], bool)
+    assert curve[0]["tokens"] == 0 and curve[-1]["tokens"] > curve[1]["tokens"] > 0
+    assert curve[1]["round_seconds"] > 0
+    assert result["start_model"]["base_docs"] == 8
+
+
+def test_one_retrain_path_for_app_and_simulation(tmp_path, monkeypatch, start_model_dir, corpora) -> None:  # noqa: ANN001
+    """The app's retrain and simulate both run learning.retrain.retrain_round, nothing else."""
+    from app_support import PROJECT, seed_store
+
+    from deid_core.engine.model import DeidModel
+    from deid_core.errors import DeidError
+    from deid_core.learning import retrain as retrain_module
+    from deid_core.learning.simulate import simulate_from_model
+    from deid_core.store import repository as repo
+    from deid_core.ui.learning import retrain_project
+
+    calls: list[tuple[str, int, str]] = []
+
+    class Stop(DeidError):
+        pass
+
+    def spy(reviewed, *, active_model, policy, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        calls.append((active_model.version, len(reviewed), policy.adaptation))
+        raise Stop("spy")
+
+    monkeypatch.setattr(retrain_module, "retrain_round", spy)
+    engine = seed_store(f"sqlite:///{tmp_path / 'app.db'}", n_notes=2, n_gold=3)
+    start = DeidModel.load(start_model_dir)
+    repo.register_model_version(engine, PROJECT, version=start.version,
+                                artifact_path=str(start_model_dir), n_train_docs=8, activate=True)
+    repo.update_project_settings(engine, PROJECT, START_POLICY)
+    with pytest.raises(Stop):
+        retrain_project(engine, PROJECT, "ada")
+    pool, test = corpora
+    with pytest.raises(Stop):
+        simulate_from_model(start, pool[:6], test[:3], strategies=["random"], batch=3, budget=3,
+                            full_pool=False)
+    assert calls == [(start.version, 3, "augment"), (start.version, 3, "augment")]

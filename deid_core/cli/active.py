@@ -58,6 +58,28 @@ def register(subparsers: Any) -> None:
         "--workers", type=int, default=1, help="processes for (repeat, strategy) runs (default 1)"
     )
     p.add_argument("--no-full-pool", action="store_true", help="skip the full-pool reference model")
+    p.add_argument(
+        "--start-model",
+        default=None,
+        metavar="PATH",
+        help="start from this model directory and its recorded training corpus, retraining"
+        " each round exactly as the app does (keep-only-if-better included); --seed-docs is unused",
+    )
+    p.add_argument(
+        "--label-map",
+        default=None,
+        metavar="FILE",
+        help="JSON or YAML mapping of pool/test labels to the start model's labels"
+        " ({FROM: TO}; TO null drops the span)",
+    )
+    p.add_argument(
+        "--adaptation",
+        choices=("augment", "duplicate"),
+        default=None,
+        help="with --start-model: how reviewed notes are weighted up (default: the retrain policy's)",
+    )
+    p.add_argument("--reviewed-weight", type=int, default=None, help="with --start-model: repeat count")
+    p.add_argument("--folds", type=int, default=None, help="with --start-model: k of the k-fold comparison")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 
@@ -76,6 +98,39 @@ def loop_config(algorithm: str | None, max_iterations: int | None) -> Any:
     if max_iterations is not None:
         changes["max_iterations"] = max_iterations
     return replace(TrainConfig(), **changes)
+
+
+def read_label_map(path: str) -> dict[str, str | None]:
+    """``{FROM: TO}`` from a JSON or YAML file; a clear error naming the file otherwise."""
+    import yaml
+
+    from deid_core.errors import UnsupportedFormat
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UnsupportedFormat(f"{path}: cannot read label map ({type(exc).__name__})") from None
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in raw.items()
+    ):
+        raise UnsupportedFormat(f"{path}: a label map is a mapping of label names to label names or null")
+    return dict(raw)
+
+
+def start_policy(args: argparse.Namespace) -> Any:
+    """The project's default retrain policy with the command line's changes."""
+    from dataclasses import replace
+
+    from deid_core.learning.registry import RetrainPolicy
+
+    changes: dict[str, Any] = {}
+    for arg, name in (("algorithm", "loop_algorithm"), ("max_iterations", "loop_iterations"),
+                      ("adaptation", "adaptation"), ("reviewed_weight", "reviewed_weight"),
+                      ("folds", "folds")):
+        if getattr(args, arg) is not None:
+            changes[name] = getattr(args, arg)
+    return replace(RetrainPolicy(), **changes)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -97,24 +152,49 @@ def run_simulate(args: argparse.Namespace) -> int:
         bar.refresh()
 
     try:
-        result = simulate(
-            pool,
-            test,
-            strategies=strategies,
-            seed_docs=args.seed_docs,
-            batch=args.batch,
-            budget=args.budget,
-            repeats=args.repeats,
-            lang=args.lang,
-            scheme=scheme,
-            config=loop_config(args.algorithm, args.max_iterations),
-            seed=args.seed,
-            diversity=args.diversity,
-            full_pool=not args.no_full_pool,
-            workers=args.workers,
-            candidates=args.candidates,
-            progress=progress,
-        )
+        if args.start_model:
+            from deid_core.engine.model import DeidModel
+            from deid_core.learning.simulate import simulate_from_model
+
+            result = simulate_from_model(
+                DeidModel.load(args.start_model),
+                pool,
+                test,
+                strategies=strategies,
+                batch=args.batch,
+                budget=args.budget,
+                repeats=args.repeats,
+                policy=start_policy(args),
+                seed=args.seed,
+                full_pool=not args.no_full_pool,
+                candidates=args.candidates,
+                label_map=read_label_map(args.label_map) if args.label_map else None,
+                progress=progress,
+            )
+        else:
+            if args.label_map:
+                mapping = read_label_map(args.label_map)
+                from deid_core.learning.simulate import apply_label_map
+
+                pool, test = apply_label_map(pool, mapping), apply_label_map(test, mapping)
+            result = simulate(
+                pool,
+                test,
+                strategies=strategies,
+                seed_docs=args.seed_docs,
+                batch=args.batch,
+                budget=args.budget,
+                repeats=args.repeats,
+                lang=args.lang,
+                scheme=scheme,
+                config=loop_config(args.algorithm, args.max_iterations),
+                seed=args.seed,
+                diversity=args.diversity,
+                full_pool=not args.no_full_pool,
+                workers=args.workers,
+                candidates=args.candidates,
+                progress=progress,
+            )
     finally:
         bar.close()
     if args.json:
@@ -128,7 +208,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         )
     for name, data in result["strategies"].items():
         print(f"\n{name}")
-        print(f"{'notes':>7} {'tokens':>9} {'strict F1':>10} {'char rec':>9}")
+        print(f"{'notes':>7} {'tokens':>9} {'strict F1':>10} {'char rec':>9} {'char prec':>9} {'kept':>5}")
         for p in data["curve"]:
-            print(f"{p['docs']:>7} {p['tokens']:>9.0f} {p['strict_f1']:>10.4f} {p['char_recall']:>9.4f}")
+            kept = "yes" if p.get("accepted", True) else "no"
+            print(f"{p['docs']:>7} {p['tokens']:>9.0f} {p['strict_f1']:>10.4f} {p['char_recall']:>9.4f}"
+                  f" {p.get('char_precision', float('nan')):>9.4f} {kept:>5}")
     return 0

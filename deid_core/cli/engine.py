@@ -168,7 +168,7 @@ def _scheme(name: str | None):  # type: ignore[no-untyped-def]
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from deid_core.corpus import read_nonempty_jsonl
+    from deid_core.corpus import file_corpus_reference, read_nonempty_jsonl
     from deid_core.engine.model import TrainConfig, train_model, with_config
     from deid_core.evaluation import evaluate
     from deid_core.protect.cleanup import clean_debris
@@ -201,6 +201,7 @@ def run_train(args: argparse.Namespace) -> int:
     config = with_config(config, **changes)
     bar = _Bar("training")
     try:
+        corpus = file_corpus_reference(args.data, len(docs))
         if args.tbed:
             from deid_core.learning.tbed import TBEDConfig, train_with_transforms
 
@@ -208,8 +209,10 @@ def run_train(args: argparse.Namespace) -> int:
                 docs, lang=args.lang, scheme=_scheme(args.scheme), config=config,
                 tbed=TBEDConfig(folds=args.tbed, seed=args.seed), progress=bar,
             )
+            model.metadata["corpus"] = dict(corpus)
         else:
-            model = train_model(docs, lang=args.lang, scheme=_scheme(args.scheme), config=config, progress=bar)
+            model = train_model(docs, lang=args.lang, scheme=_scheme(args.scheme), config=config,
+                                progress=bar, corpus=corpus)
     finally:
         bar.close()
     if dev is not None:

@@ -168,3 +168,34 @@ def read_weights(model_path: str | Path) -> CRFWeights:
     transitions = np.zeros((n_labels, n_labels), dtype=np.float64)
     transitions[tr["src"].astype(np.int64), tr["dst"].astype(np.int64)] = tr["weight"]
     return CRFWeights(labels, attributes, state, transitions)
+
+
+def fold_domain_weights(weights: CRFWeights, prefix: str) -> CRFWeights:
+    """Weights as an in-domain note sees them: each general weight plus its in-domain copy's.
+
+    A model trained with feature augmentation scores a target-domain token by
+    the sum of both copies of every attribute. Folding the copies once, when
+    the model is loaded, lets the decoder stay unaware of augmentation and
+    makes every note tagged by the model use the in-domain copy: the project's
+    notes are the model's target domain.
+    """
+    names: list[str] = []
+    index: dict[str, int] = {}
+    rows = np.empty(len(weights.attributes), dtype=np.int64)
+    for pass_prefixed in (False, True):
+        for i, attr in enumerate(weights.attributes):
+            if attr.startswith(prefix) != pass_prefixed:
+                continue
+            base = attr[len(prefix):] if pass_prefixed else attr
+            j = index.get(base)
+            if j is None:
+                j = index[base] = len(names)
+                names.append(base)
+            rows[i] = j
+    n_old = len(weights.attributes)
+    fold = sp.csr_matrix(
+        (np.ones(n_old), (rows, np.arange(n_old))), shape=(len(names), n_old)
+    )
+    state = sp.csr_matrix(fold @ weights.state)
+    state.sort_indices()
+    return CRFWeights(list(weights.labels), names, state, weights.transitions)

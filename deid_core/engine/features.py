@@ -29,6 +29,13 @@ from deid_core.spans import Span
 
 FEATURE_FORMAT_VERSION = 1
 
+#: Feature augmentation (Daume 2007, "Frustratingly easy domain adaptation"):
+#: a note of the target domain (the project's reviewed notes) carries every
+#: attribute twice, as is (the general copy, shared with the starter's notes)
+#: and with this prefix (the in-domain copy). The CRF can then learn where the
+#: project differs from the starter without unlearning what they share.
+DOMAIN_PREFIX = "\x1ed:"
+
 BOS = "\x02BOS"
 EOS = "\x03EOS"
 
@@ -91,6 +98,11 @@ class FeatureConfig:
         kwargs.setdefault("lexicon", "")
         kwargs.setdefault("line_case", False)
         return cls(**kwargs)
+
+
+def augment_domain(features: list[list[str]]) -> list[list[str]]:
+    """Each token's attributes plus their in-domain copies (``DOMAIN_PREFIX``)."""
+    return [feats + [DOMAIN_PREFIX + f for f in feats] for feats in features]
 
 
 def _clean(word: str) -> str:

@@ -46,7 +46,7 @@ from deid_core.engine.charcrf import (
     resolve,
     train_char_crf,
 )
-from deid_core.engine.crf import CRFParams, CRFWeights, read_weights, train_crf
+from deid_core.engine.crf import CRFParams, CRFWeights, fold_domain_weights, read_weights, train_crf
 from deid_core.engine.decoder import (
     EmissionScorer,
     PartTerms,
@@ -56,7 +56,7 @@ from deid_core.engine.decoder import (
     viterbi,
     viterbi_sweep,
 )
-from deid_core.engine.features import FeatureConfig, FeatureExtractor
+from deid_core.engine.features import DOMAIN_PREFIX, FeatureConfig, FeatureExtractor, augment_domain
 from deid_core.engine.gazetteers import (
     Gazetteer,
     build_gazetteer,
@@ -129,6 +129,10 @@ class TrainConfig:
     seed: int = 0
     #: The character-level CRF trained beside the token CRF (None: none).
     charcrf: CharCRFConfig | None = None
+    #: Trained with feature augmentation (Daume 2007): notes marked in-domain
+    #: carried a second, prefixed copy of every attribute. The model folds the
+    #: two copies at load time and tags every note as in-domain.
+    feature_augmentation: bool = False
 
     def crf_params(self) -> CRFParams:
         return CRFParams(**{f.name: getattr(self, f.name) for f in fields(CRFParams)})
@@ -397,6 +401,8 @@ class DeidModel:
                 path = Path(tmp) / CRF_FILE
                 path.write_bytes(crf_bytes)
                 weights = read_weights(path)
+        if config.feature_augmentation:
+            weights = fold_domain_weights(weights, DOMAIN_PREFIX)
         self.weights = weights
         self.tag_names: tuple[str, ...] = tuple(weights.labels)
         if OUTSIDE not in self.tag_names:
@@ -761,11 +767,28 @@ def train_model(
     scheme: LabelScheme | None = None,
     config: TrainConfig | None = None,
     progress: ProgressFn | None = None,
+    repeats: Sequence[int] | None = None,
+    in_domain: Sequence[bool] | None = None,
+    corpus: dict[str, Any] | None = None,
 ) -> DeidModel:
-    """Train a model on gold documents. ``progress(message, fraction)`` reports each stage."""
+    """Train a model on gold documents. ``progress(message, fraction)`` reports each stage.
+
+    ``repeats[i]`` gives document ``i``'s CRF sequences that many times
+    (crfsuite has no instance weights; its loss is a sum over sequences).
+    ``in_domain[i]`` marks the target-domain notes when
+    ``config.feature_augmentation`` is on. ``corpus`` is recorded as
+    ``metadata["corpus"]``: what a retrain needs to rebuild the training set
+    (``deid_core.corpus.file_corpus_reference`` for a training file).
+    """
     config = config or TrainConfig()
     if not docs:
         raise ModelError("cannot train a model on an empty corpus").with_code("E_EMPTY")
+    if repeats is not None and (len(repeats) != len(docs) or any(int(r) < 1 for r in repeats)):
+        raise ModelError("repeats needs one count >= 1 per document")
+    if in_domain is not None and len(in_domain) != len(docs):
+        raise ModelError("in_domain needs one flag per document")
+    if in_domain is not None and any(in_domain) and not config.feature_augmentation:
+        raise ModelError("in-domain notes need TrainConfig(feature_augmentation=True)")
 
     def report(message: str, fraction: float) -> None:
         if progress is not None:
@@ -841,9 +864,12 @@ def train_model(
     for i, tok in enumerate(tokenized):
         fx = extractors[int(fold_of[i])]
         flat = [f for sent in fx.sentence_features(tok, rule_spans[i]) for f in sent]
-        for a, b in sequence_bounds(tok, config.sequence):
-            xs.append(flat[a:b])
-            ys.append(gold_tags[i][a:b])
+        if in_domain is not None and in_domain[i]:
+            flat = augment_domain(flat)
+        for _ in range(int(repeats[i]) if repeats is not None else 1):
+            for a, b in sequence_bounds(tok, config.sequence):
+                xs.append(flat[a:b])
+                ys.append(gold_tags[i][a:b])
         n_tokens += len(tok.tokens)
         if i % 50 == 0:
             report("extracting features", 0.15 + 0.15 * i / n_docs)
@@ -899,6 +925,12 @@ def train_model(
     }
     if char_tagger is not None:
         metadata["charcrf"] = char_stats
+    if repeats is not None:
+        metadata["repeated_documents"] = sum(1 for r in repeats if int(r) > 1)
+    if in_domain is not None:
+        metadata["in_domain_documents"] = sum(1 for f in in_domain if f)
+    if corpus is not None:
+        metadata["corpus"] = dict(corpus)
     model = DeidModel(
         crf_bytes=crf_bytes,
         lang=lang,

@@ -128,6 +128,51 @@ def score_phi_mass(pred: PredictionLike) -> float:
     return float((1.0 - m[:, _outside_column(pred)]).sum())
 
 
+def confidence_measures(pred: Any) -> dict[str, float]:
+    """Document confidence measures, oriented so that higher = more confident.
+
+    For ranking the queue by expected errors (``bench/queue_order.py`` compares
+    them against each note's F1): log-probability raw and per token, minus the
+    expected number of wrongly tagged tokens (sum of 1 - max marginal, raw and
+    per token), the smallest marginal of a token on a predicted PHI tag, and
+    minus the expected number of PHI tokens.
+    """
+    m = _marginals(pred)
+    n = m.shape[0]
+    if n == 0:
+        return {"expected_span_f1": 1.0, "logprob": 0.0, "logprob_per_token": 0.0, "neg_expected_errors": 0.0,
+                "neg_expected_errors_per_token": 0.0, "min_span_marginal": 1.0, "neg_phi_mass": 0.0}
+    errors = float((1.0 - m.max(axis=1)).sum())
+    phi = float((1.0 - m[:, _outside_column(pred)]).sum())
+    names = list(pred.tag_names)
+    tags = list(getattr(pred, "tags", ()) or ())
+    span_marginals = [m[k, names.index(t)] for k, t in enumerate(tags) if t != "O"]
+    logprob = float(getattr(pred, "logprob", pred.logprob_per_token * n))
+    # Expected strict F1 of the note: predicted spans count as correct with the
+    # product of their tokens' path marginals (an approximation of the span's
+    # marginal), gold spans expected = the sum of B- marginals.
+    span_probs: list[float] = []
+    for k, t in enumerate(tags):
+        p_tag = float(m[k, names.index(t)])
+        if t.startswith("B-") or (t.startswith("I-") and (k == 0 or tags[k - 1] == "O")):
+            span_probs.append(p_tag)
+        elif t.startswith("I-") and span_probs:
+            span_probs[-1] *= p_tag
+    begins = [j for j, name in enumerate(names) if name.startswith("B-")]
+    expected_gold = float(m[:, begins].sum()) if begins else 0.0
+    denom = len(span_probs) + expected_gold
+    expected_f1 = 2.0 * sum(span_probs) / denom if denom > 1e-9 else 1.0
+    return {
+        "expected_span_f1": expected_f1,
+        "logprob": logprob,
+        "logprob_per_token": float(pred.logprob_per_token),
+        "neg_expected_errors": -errors,
+        "neg_expected_errors_per_token": -errors / n,
+        "min_span_marginal": float(min(span_marginals)) if span_marginals else 1.0,
+        "neg_phi_mass": -phi,
+    }
+
+
 # --------------------------------------------------------------------------- selection
 
 

@@ -65,7 +65,25 @@ class RetrainPolicy:
     tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
     min_heldout: int = 20  # below this many unseen held-out notes, use k-fold
-    folds: int = 5
+    folds: int = 3
+    #: With at least this many reviewed notes the active model never trained
+    #: on, the k-fold scores only those: the active model itself predicts them
+    #: (it never saw them), so its training procedure need not be re-run.
+    min_unseen: int = 10
+    #: A drop beyond tolerance rejects the candidate only when a paired
+    #: approximate-randomization test over the compared notes gives p below
+    #: this (a few notes' noise is not "really worse"); None: every drop rejects.
+    significance: float | None = 0.05
+    significance_trials: int = 999
+    #: How a candidate builds on the active model's training corpus
+    #: (``deid_core.learning.retrain``): "augment" (feature augmentation,
+    #: Daume 2007) or "duplicate" (reviewed notes repeated ``reviewed_weight`` times).
+    adaptation: str = "augment"
+    reviewed_weight: int = 1  # each reviewed note counts this many times in training
+    #: crfsuite settings of the in-loop candidate (a round must stay short);
+    #: None keeps the active model's own setting.
+    loop_algorithm: str | None = "pa"
+    loop_iterations: int | None = 10
 
     def __post_init__(self) -> None:
         if self.retrain_every < 1:
@@ -76,6 +94,10 @@ class RetrainPolicy:
             raise ValueError(f"heldout_share must be >= 2, got {self.heldout_share}")
         if self.tolerance_f1 < 0 or self.tolerance_recall < 0:
             raise ValueError("tolerances must be >= 0")
+        if self.adaptation not in ("augment", "duplicate"):
+            raise ValueError(f"adaptation must be 'augment' or 'duplicate', got {self.adaptation!r}")
+        if self.reviewed_weight < 1:
+            raise ValueError(f"reviewed_weight must be >= 1, got {self.reviewed_weight}")
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None) -> RetrainPolicy:
@@ -128,6 +150,7 @@ def evaluate_predictions(gold: Sequence[Document], pred: Sequence[Document]) -> 
         "strict_precision": float(strict["precision"]),
         "strict_recall": float(strict["recall"]),
         "char_recall": float(char["recall"]),
+        "char_precision": float(char["precision"]),
         "n_docs": len(gold),
     }
 
@@ -141,6 +164,8 @@ class Comparison:
     candidate: dict[str, float]
     active: dict[str, float] | None
     eval_ids: tuple[str, ...] = ()
+    #: two-sided p of candidate vs active per decision metric (paired by note)
+    p_values: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +184,7 @@ class Decision:
             "n_eval_docs": c.n_docs,
             "candidate": dict(c.candidate),
             "active": dict(c.active) if c.active is not None else None,
+            "p_values": dict(c.p_values) if c.p_values is not None else None,
         }
 
 
@@ -166,27 +192,60 @@ def decide(
     candidate: Mapping[str, float],
     active: Mapping[str, float] | None,
     policy: RetrainPolicy,
+    p_values: Mapping[str, float] | None = None,
 ) -> tuple[bool, str]:
-    """Accept unless the candidate is worse than the active model beyond a tolerance."""
+    """Accept unless the candidate is really worse than the active model.
+
+    Character recall is judged first (a model that leaks more PHI characters
+    is no improvement), then strict F1. A drop beyond the tolerance rejects;
+    with ``p_values`` (paired test, see ``policy.significance``) only a drop
+    that is also significant does, and a non-significant one is named in the reason.
+    """
     if active is None:
         return True, "no active model: the first model is activated"
     df1 = candidate["strict_f1"] - active["strict_f1"]
     drec = candidate["char_recall"] - active["char_recall"]
     figures = (
-        f"strict F1 {candidate['strict_f1']:.4f} vs {active['strict_f1']:.4f},"
-        f" char recall {candidate['char_recall']:.4f} vs {active['char_recall']:.4f}"
+        f"char recall {candidate['char_recall']:.4f} vs {active['char_recall']:.4f},"
+        f" strict F1 {candidate['strict_f1']:.4f} vs {active['strict_f1']:.4f}"
     )
-    problems = []
-    if df1 < -policy.tolerance_f1:
-        problems.append(f"strict F1 dropped by {-df1:.4f} (tolerance {policy.tolerance_f1})")
-    if drec < -policy.tolerance_recall:
-        problems.append(
-            f"character recall dropped by {-drec:.4f} (tolerance {policy.tolerance_recall})"
-        )
+    problems, noise = [], []
+    for name, metric, drop, tol in (
+        ("character recall", "char_recall", -drec, policy.tolerance_recall),
+        ("strict F1", "strict_f1", -df1, policy.tolerance_f1),
+    ):
+        if drop <= tol:
+            continue
+        p = p_values.get(metric) if (p_values is not None and policy.significance is not None) else None
+        if p is None:
+            problems.append(f"{name} dropped by {drop:.4f} (tolerance {tol})")
+        elif p < policy.significance:
+            problems.append(f"{name} dropped by {drop:.4f} (tolerance {tol}, p = {p:.3f})")
+        else:
+            noise.append(f"{name} -{drop:.4f}, p = {p:.3f}")
     if problems:
         return False, "rejected: " + "; ".join(problems) + f" [{figures}]"
-    verdict = "better" if df1 > 0 or drec > 0 else "not worse beyond tolerance"
+    if noise:
+        verdict = "not significantly worse (" + "; ".join(noise) + f"; significance {policy.significance})"
+    else:
+        verdict = "better" if df1 > 0 or drec > 0 else "not worse beyond tolerance"
     return True, f"activated: {verdict} [{figures}]"
+
+
+def _p_values(
+    gold: Sequence[Document], cand: Sequence[Document], act: Sequence[Document], policy: RetrainPolicy
+) -> dict[str, float] | None:
+    """Paired approximate-randomization p of the two decision metrics (documents swapped)."""
+    if policy.significance is None or not gold:
+        return None
+    from deid_core.evaluation.significance import approximate_randomization
+
+    return {
+        metric: float(approximate_randomization(
+            list(gold), list(cand), list(act), metric=metric, trials=policy.significance_trials,
+        )["p_value"])
+        for metric in ("char_recall", "strict_f1")
+    }
 
 
 def _folds(docs: Sequence[Document], k: int) -> list[list[Document]]:
@@ -229,18 +288,28 @@ def compare(
         and d.id not in active_ids
     ]
     if len(unseen_heldout) >= policy.min_heldout:
-        cand = evaluate_predictions(unseen_heldout, predict_documents(candidate_model, unseen_heldout))
-        act = None
+        cand_docs = predict_documents(candidate_model, unseen_heldout)
+        cand = evaluate_predictions(unseen_heldout, cand_docs)
+        act, p_values = None, None
         if active_model is not None:
-            act = evaluate_predictions(unseen_heldout, predict_documents(active_model, unseen_heldout))
+            act_docs = predict_documents(active_model, unseen_heldout)
+            act = evaluate_predictions(unseen_heldout, act_docs)
+            p_values = _p_values(unseen_heldout, cand_docs, act_docs, policy)
         if progress:
             progress("held-out comparison done", 1.0)
-        return Comparison("heldout", len(unseen_heldout), cand, act, tuple(d.id for d in unseen_heldout))
+        return Comparison("heldout", len(unseen_heldout), cand, act, tuple(d.id for d in unseen_heldout),
+                          p_values)
 
     pool = [d for d in reviewed if d.id in candidate_train_ids]
     if len(pool) < 2:
         return Comparison("none", 0, {}, None)
-    folds = _folds(pool, policy.folds)
+    method, scored = "kfold", pool
+    unseen = [d for d in pool if d.id not in active_ids]
+    if active_model is not None and active_ids and len(unseen) >= policy.min_unseen:
+        # Paired on the notes the active model never saw: it predicts them as it
+        # stands, and only the candidate's procedure is re-run without each fold.
+        method, scored = "kfold-unseen", unseen
+    folds = _folds(scored, policy.folds)
     gold: list[Document] = []
     cand_pred: list[Document] = []
     act_pred: list[Document] = []
@@ -255,7 +324,9 @@ def compare(
         cand_pred.extend(predict_documents(cand_fold, fold))
         if active_model is None:
             continue
-        if act_rest:
+        if method == "kfold-unseen":
+            act_pred.extend(predict_documents(active_model, fold))
+        elif act_rest:
             act_fold = active_trainer(act_rest, _scale(progress, (lo + hi) / 2, hi))
             act_pred.extend(predict_documents(act_fold, fold))
         else:
@@ -265,11 +336,12 @@ def compare(
             act_pred.extend(predict_documents(active_model, fold))
         log.info("k-fold comparison: fold %d/%d (%d eval notes)", i + 1, len(folds), len(fold))
     return Comparison(
-        "kfold",
+        method,
         len(gold),
         evaluate_predictions(gold, cand_pred),
         evaluate_predictions(gold, act_pred) if active_model is not None else None,
         tuple(d.id for d in gold),
+        _p_values(gold, cand_pred, act_pred, policy) if active_model is not None else None,
     )
 
 
@@ -334,7 +406,7 @@ def retrain(
             else "no active model: the first model is activated"
         )
     else:
-        accepted, reason = decide(comparison.candidate, comparison.active, policy)
+        accepted, reason = decide(comparison.candidate, comparison.active, policy, comparison.p_values)
     decision = Decision(accepted, reason, comparison)
     n_tokens = sum(len(tokenize(d.text, lang).tokens) for d in train_docs)
     metrics = {

@@ -18,11 +18,13 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from deid_core.engine.tokenize import tokenize
+from deid_core.errors import UnsupportedFormat
 from deid_core.learning.active import CRFEstimator, DocumentLearner, as_object_array, get_strategy
 from deid_core.learning.registry import evaluate_predictions, predict_documents
 from deid_core.spans import Document
@@ -31,7 +33,9 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]
 
-__all__ = ["curve_schedule", "simulate", "summarise"]
+__all__ = [
+    "apply_label_map", "check_labels", "curve_schedule", "simulate", "simulate_from_model", "summarise",
+]
 
 
 def curve_schedule(n_pool: int, seed_docs: int, batch: int, budget: int) -> list[int]:
@@ -46,9 +50,12 @@ def curve_schedule(n_pool: int, seed_docs: int, batch: int, budget: int) -> list
     return points
 
 
+_SCORES = ("strict_f1", "strict_precision", "strict_recall", "char_recall", "char_precision")
+
+
 def _evaluate(model: Any, test: Sequence[Document]) -> dict[str, float]:
     m = evaluate_predictions(test, predict_documents(model, test))
-    return {"strict_f1": m["strict_f1"], "char_recall": m["char_recall"]}
+    return {k: m[k] for k in _SCORES}
 
 
 def _run_strategy(
@@ -78,6 +85,8 @@ def _run_strategy(
             "tokens": int(token_counts[labelled].sum()),
             **seed_scores,
             "train_seconds": 0.0,
+            "accepted": True,
+            "round_seconds": 0.0,
         }
     ]
     for target in schedule[1:]:
@@ -107,6 +116,9 @@ def _run_strategy(
                 **scores,
                 "train_seconds": round(train_seconds, 3),
                 "query_seconds": round(query_seconds, 3),
+                # no registry from seed notes: every retrained model is kept
+                "accepted": True,
+                "round_seconds": round(query_seconds + train_seconds, 3),
             }
         )
         log.info(
@@ -122,13 +134,21 @@ def summarise(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
     out = []
     for points in zip(*runs):
         f1 = np.array([p["strict_f1"] for p in points])
-        point = {
+        point: dict[str, Any] = {
             "docs": points[0]["docs"],
             "tokens": float(np.mean([p["tokens"] for p in points])),
             "strict_f1": float(f1.mean()),
             "char_recall": float(np.mean([p["char_recall"] for p in points])),
             "strict_f1_std": float(f1.std()),
         }
+        for key in ("char_precision", "strict_precision", "strict_recall", "round_seconds",
+                    "round_cpu_seconds"):
+            if all(key in p for p in points):
+                point[key] = float(np.mean([p[key] for p in points]))
+        if all("accepted" in p for p in points):
+            # kept by the registry in every repeat; the share says how often
+            point["accepted"] = all(p["accepted"] for p in points)
+            point["accepted_share"] = float(np.mean([bool(p["accepted"]) for p in points]))
         secs = [p["train_seconds"] for p in points if "query_seconds" in p]
         if secs:
             point["train_seconds"] = float(np.mean(secs))
@@ -282,3 +302,185 @@ def _full_pool(
         "tokens": int(token_counts.sum()),
         "train_seconds": round(seconds, 3),
     }
+
+
+# --------------------------------------------------------------------------- from a starting model
+
+
+def apply_label_map(docs: Sequence[Document], mapping: dict[str, str | None]) -> list[Document]:
+    """Relabel spans (``{"FROM": "TO"}``; ``TO`` null drops the span); unmapped labels stay."""
+    out = []
+    for d in docs:
+        spans = []
+        for sp in d.spans:
+            if sp.label in mapping:
+                target = mapping[sp.label]
+                if target is None:
+                    continue
+                sp = replace(sp, label=target)
+            spans.append(sp)
+        out.append(d.with_spans(tuple(spans)))
+    return out
+
+
+def check_labels(docs: Sequence[Document], names: Sequence[str], origin: str) -> None:
+    """Refuse gold labels the model cannot learn: name them, and how to map them."""
+    unknown = sorted({sp.label for d in docs for sp in d.spans} - set(names))
+    if unknown:
+        raise UnsupportedFormat(
+            f"{origin}: labels {', '.join(unknown)} are not in the model's scheme"
+            f" ({', '.join(sorted(names))}); map them with --label-map FILE"
+        )
+
+
+def _start_run(
+    name: str,
+    start_model: Any,
+    base: list[Document],
+    pool: list[Document],
+    test: Sequence[Document],
+    token_counts: np.ndarray,
+    schedule: list[int],
+    start_scores: dict[str, float],
+    policy: Any,
+    lang: str,
+    rng: np.random.Generator,
+    candidates: int | None,
+    tick: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """One strategy from the starting model: query a batch, run the app's retrain round, score."""
+    from deid_core.learning.retrain import retrain_round
+
+    info = get_strategy(name)
+    active, active_ids = start_model, set()
+    labelled: list[int] = []
+    unlabelled = np.arange(len(pool))
+    curve = [{"docs": 0, "tokens": 0, **start_scores, "accepted": True, "round_seconds": 0.0,
+              "train_seconds": 0.0}]
+    for target in schedule:
+        n = target - len(labelled)
+        offered = unlabelled
+        if candidates is not None and len(unlabelled) > max(candidates, n):
+            offered = np.sort(rng.choice(unlabelled, size=max(candidates, n), replace=False))
+        t0 = time.perf_counter()
+        local, _ = info.function(active, [pool[i] for i in offered], n, rng=rng)
+        query_seconds = time.perf_counter() - t0
+        chosen = offered[np.asarray(local, dtype=int)]
+        labelled.extend(int(i) for i in chosen)
+        unlabelled = np.setdiff1d(unlabelled, chosen)
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = retrain_round(
+            [pool[i] for i in labelled], active_model=active, policy=policy, lang=lang,
+            active_train_ids=active_ids, base_docs=base,
+        )
+        round_seconds = time.perf_counter() - t0
+        round_cpu = time.process_time() - c0
+        if result.decision.accepted:
+            active, active_ids = result.model, set(result.train_ids)
+        scores = _evaluate(active, test)
+        curve.append({
+            "docs": len(labelled),
+            "tokens": int(token_counts[labelled].sum()),
+            **scores,
+            "accepted": result.decision.accepted,
+            "reason": result.decision.reason,
+            "round_seconds": round(round_seconds, 3),
+            "round_cpu_seconds": round(round_cpu, 3),  # one core's share on a busy machine
+            "train_seconds": float(result.metrics.get("train_seconds", 0.0)),
+            "query_seconds": round(query_seconds, 3),
+        })
+        log.info(
+            "simulate %s from start model: %d notes, %s, strict F1 %.4f, char recall %.4f, round %.1fs",
+            name, len(labelled), "accepted" if result.decision.accepted else "rejected",
+            scores["strict_f1"], scores["char_recall"], round_seconds,
+        )
+        tick(f"{name}: {len(labelled)} notes")
+    return curve
+
+
+def simulate_from_model(
+    start_model: Any,
+    pool: Sequence[Document],
+    test: Sequence[Document],
+    *,
+    strategies: Sequence[str] = ("least_confident", "random"),
+    batch: int = 25,
+    budget: int = 200,
+    repeats: int = 1,
+    policy: Any = None,
+    seed: int = 0,
+    full_pool: bool = True,
+    candidates: int | None = None,
+    label_map: dict[str, str | None] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The review loop from a starting model, retraining exactly as the app does.
+
+    Each round the strategy picks ``batch`` notes with the active model, gold
+    labels stand in for the reviewer, and
+    :func:`deid_core.learning.retrain.retrain_round` (the app's path) trains a
+    candidate on the starting model's training corpus plus every labelled note
+    and keeps it only if it is not worse on labelled notes it did not see. The
+    curve scores the *active* model on ``test`` after each round, starting
+    with the starting model itself at 0 notes; ``accepted`` says whether the
+    registry kept that round's candidate.
+    """
+    from deid_core.learning.registry import RetrainPolicy
+    from deid_core.learning.retrain import make_trainer, training_corpus
+
+    if not pool or not test:
+        raise ValueError("simulate needs a non-empty pool and test set")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    for name in strategies:
+        get_strategy(name)
+    pool = list(pool)
+    test = list(test)
+    if label_map:
+        pool, test = apply_label_map(pool, label_map), apply_label_map(test, label_map)
+    check_labels(pool, start_model.scheme.names, "pool")
+    check_labels(test, start_model.scheme.names, "test set")
+    policy = policy or RetrainPolicy()
+    lang = start_model.lang
+    base = training_corpus(start_model)
+    token_counts = np.array([len(tokenize(d.text, lang).tokens) for d in pool], dtype=int)
+    schedule = curve_schedule(len(pool), batch, batch, budget)
+    total = repeats * len(strategies) * len(schedule) + int(full_pool) + 1
+    done = 0
+
+    def tick(message: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(message, min(1.0, done / total))
+
+    start_scores = _evaluate(start_model, test)
+    tick("starting model scored")
+    result: dict[str, Any] = {}
+    if full_pool:
+        from deid_core.learning.retrain import candidate_config
+
+        t0 = time.perf_counter()
+        trainer = make_trainer(base, lang=lang, scheme=start_model.scheme,
+                               config=candidate_config(start_model.config, policy), policy=policy)
+        full = trainer(pool, None)
+        result["full_pool"] = {**_evaluate(full, test), "docs": len(pool),
+                               "tokens": int(token_counts.sum()),
+                               "train_seconds": round(time.perf_counter() - t0, 3)}
+        tick("full pool")
+    runs: dict[str, list[list[dict[str, Any]]]] = {name: [] for name in strategies}
+    for r in range(repeats):
+        for k, name in enumerate(strategies):
+            runs[name].append(_start_run(
+                name, start_model, base, pool, test, token_counts, schedule, start_scores, policy,
+                lang, np.random.default_rng([seed, r, k]), candidates, tick,
+            ))
+    result["strategies"] = {name: {"curve": summarise(runs[name])} for name in strategies}
+    result["start_model"] = {"version": start_model.version, **start_scores,
+                             "base_docs": len(base), "corpus": start_model.metadata.get("corpus")}
+    result["settings"] = {
+        "pool_docs": len(pool), "test_docs": len(test), "seed_docs": 0, "batch": batch,
+        "budget": budget, "repeats": repeats, "seed": seed, "lang": lang, "candidates": candidates,
+        "policy": policy.to_settings(), "label_map": dict(label_map) if label_map else None,
+    }
+    return result

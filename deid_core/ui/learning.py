@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,17 @@ def retrain_project(
     actor: str,
     *,
     max_iterations: int | None = None,
+    full: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Train, compare, register, maybe activate and re-predict; returns a summary (no text)."""
-    from deid_core.engine.model import DeidModel, TrainConfig, train_model
-    from deid_core.learning.registry import RetrainPolicy, retrain
+    """Train, compare, register, maybe activate and re-predict; returns a summary (no text).
+
+    Automatic rounds use the policy's fast crfsuite settings (``loop_algorithm``);
+    ``full=True`` is the slower L-BFGS retrain on the same data, run on demand.
+    """
+    from deid_core.engine.model import DeidModel, TrainConfig
+    from deid_core.learning.registry import RetrainPolicy
+    from deid_core.learning.retrain import retrain_round
     from deid_core.schemes import load_scheme
     from deid_core.ui.queue import predict_unreviewed
 
@@ -66,22 +73,27 @@ def retrain_project(
     reviewed = list(repo.reviewed_corpus(engine, project))
     if len(reviewed) < 2:
         raise DeidError("retraining needs at least 2 reviewed notes")
-    scheme = load_scheme(info.scheme)
-    config = TrainConfig(max_iterations=max_iterations or APP_MAX_ITERATIONS)
+    policy = RetrainPolicy.from_settings(info.settings)
+    if full:
+        policy = replace(policy, loop_algorithm="lbfgs", loop_iterations=APP_MAX_ITERATIONS)
+    if max_iterations is not None:
+        policy = replace(policy, loop_iterations=max_iterations)
     say = _scale(progress, 0.0, 0.85)
-
-    def trainer(docs: list[Any], prog: Progress | None) -> Any:
-        return train_model(docs, lang=info.lang, scheme=scheme, config=config, progress=prog)
 
     active = repo.active_model_version(engine, project)
     active_model = None
     if active is not None and Path(active.artifact_path).is_dir():
         active_model = DeidModel.load(active.artifact_path)
     active_ids = set(active.metrics.get("train_ids") or []) if active is not None else set()
-    result = retrain(
-        reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_ids,
-        policy=RetrainPolicy.from_settings(info.settings), progress=say, lang=info.lang,
+    # The same round as the simulation: the active model's training corpus plus
+    # every reviewed note, weighted up, judged on reviewed notes it did not see.
+    result = retrain_round(
+        reviewed, active_model=active_model, policy=policy, lang=info.lang,
+        scheme=load_scheme(info.scheme) if active_model is None else None,
+        base_config=TrainConfig(max_iterations=APP_MAX_ITERATIONS) if active_model is None else None,
+        active_train_ids=active_ids, progress=say,
     )
+    config = result.model.config
     target = models_dir(project, active.artifact_path if active else None)
     path = result.model.save(target / result.model.version)
     metrics = dict(result.metrics)
@@ -94,7 +106,10 @@ def retrain_project(
     )
     with write_session(engine) as s:
         record_event(s, actor, "model.retrain", "model_version", mv.id, project_id=info.id,
-                     after=result.decision.to_audit())
+                     after={**result.decision.to_audit(),
+                            "adaptation": metrics["adaptation"],
+                            "reviewed_weight": metrics["reviewed_weight"],
+                            "n_base_docs": metrics["n_base_docs"]})
     summary: dict[str, Any] = {
         "version": mv.version, "accepted": accepted, "reason": result.decision.reason,
         "n_train_docs": len(result.train_ids), "seconds": round(result.seconds, 1),

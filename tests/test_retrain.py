@@ -1,0 +1,175 @@
+"""Retraining that builds on the starting model: corpus records, weighting, the reviewer winning."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from deid_core.corpus import file_corpus_reference, write_jsonl
+from deid_core.engine.crf import fold_domain_weights
+from deid_core.engine.features import DOMAIN_PREFIX
+from deid_core.engine.model import DeidModel, TrainConfig, train_model
+from deid_core.errors import ModelError
+from deid_core.learning.registry import RetrainPolicy
+from deid_core.learning.retrain import make_trainer, retrain_round, training_corpus
+from deid_core.schemes import load_scheme
+from deid_core.spans import Document, Span
+from deid_core.synthetic import generate_notes
+
+SMALL = TrainConfig(max_iterations=30)
+# lbfgs keeps these tests deterministic (crfsuite's ap/pa shuffle with an unseeded rand()).
+POLICY = RetrainPolicy(loop_algorithm="lbfgs", loop_iterations=30, folds=2)
+SCHEME = load_scheme("i2b2_2014")
+
+NAMES = ["Alice Moreno", "Brian Okafor", "Carla Jensen", "David Novak", "Elena Rossi",
+         "Frank Dubois", "Grace Lindqvist", "Hugo Tanaka", "Irene Walsh", "Jonas Keller",
+         "Karen Osei", "Liam Petrov", "Maria Santos", "Nadia Haddad"]
+
+
+def _note(i: int, *, room_is_phi: bool, phone: bool = False, prefix: str = "n") -> Document:
+    """'Seen <name> in Room <n> on <date>.' with the room labelled or not, a phone or not."""
+    name = NAMES[i % len(NAMES)]
+    room = str(200 + 17 * i)
+    date = f"0{1 + i % 9}/1{i % 9}/2021"
+    parts = [("Seen ", None), (name, "PATIENT"), (" in Room ", None),
+             (room, "LOCATION-OTHER" if room_is_phi else None), (" on ", None), (date, "DATE"),
+             (". Stable, plan to continue current medication.", None)]
+    if phone:
+        parts += [(" Call ", None), (f"555-01{i % 10}{(i * 3) % 10}", "PHONE"), (" with results.", None)]
+    text, spans = "", []
+    for piece, label in parts:
+        if label is not None:
+            spans.append(Span(len(text), len(text) + len(piece), label, "gold"))
+        text += piece
+    return Document(f"{prefix}{i}", text, tuple(spans))
+
+
+def _starter(docs: list[Document], corpus: dict | None = None) -> DeidModel:
+    return train_model(docs, lang="en", scheme=SCHEME, config=SMALL, corpus=corpus)
+
+
+def _labels(model: DeidModel, doc: Document) -> dict[str, str]:
+    return {doc.text[s.start:s.end]: s.label for s in model.predict(doc).spans}
+
+
+# -- corpus records -------------------------------------------------------------------
+
+
+def test_synthetic_corpus_is_rebuilt_exactly() -> None:
+    ref = {"kind": "synthetic", "lang": "en", "n": 4, "seed": 5, "options": {"notes_per_patient": [1, 2]}}
+    docs = training_corpus({"corpus": ref})
+    again = generate_notes(4, seed=5, notes_per_patient=(1, 2))
+    assert [(d.id, d.text, d.spans) for d in docs] == [(d.id, d.text, d.spans) for d in again]
+    assert training_corpus({}) == []
+
+
+def test_file_corpus_is_rebuilt_and_refused_when_changed(tmp_path) -> None:  # noqa: ANN001
+    docs = generate_notes(6, seed=2)
+    path = tmp_path / "train.jsonl"
+    write_jsonl(path, docs)
+    model = _starter(docs, corpus=file_corpus_reference(path, len(docs)))
+    saved = DeidModel.load(model.save(tmp_path / "m"))
+    ref = saved.metadata["corpus"]
+    assert ref["kind"] == "file" and ref["documents"] == 6 and len(ref["sha256"]) == 64
+    assert [d.id for d in training_corpus(saved)] == [d.id for d in docs]
+    write_jsonl(path, docs[:5])
+    with pytest.raises(ModelError, match="train.jsonl.*changed"):
+        training_corpus(saved)
+    path.unlink()
+    with pytest.raises(ModelError, match="train.jsonl.*gone"):
+        training_corpus(saved)
+
+
+def test_cli_train_records_the_training_file(tmp_path) -> None:  # noqa: ANN001
+    from deid_core.cli import main
+
+    path = tmp_path / "train.jsonl"
+    write_jsonl(path, generate_notes(5, seed=4))
+    assert main(["train", "--data", str(path), "--out", str(tmp_path / "m"), "--max-iterations", "5"]) == 0
+    meta = json.loads((tmp_path / "m" / "training.json").read_text("utf-8"))
+    assert meta["corpus"]["kind"] == "file" and meta["corpus"]["documents"] == 5
+    assert meta["corpus"]["path"] == str(path.resolve())
+
+
+# -- feature augmentation -------------------------------------------------------------
+
+
+def test_fold_adds_the_in_domain_copy_to_the_general_weight() -> None:
+    import scipy.sparse as sp
+
+    from deid_core.engine.crf import CRFWeights
+
+    attrs = ["a", DOMAIN_PREFIX + "a", DOMAIN_PREFIX + "b", "c"]
+    state = sp.csr_matrix(np.array([[1.0, 0.0], [0.5, -1.0], [0.0, 2.0], [3.0, 3.0]]))
+    folded = fold_domain_weights(CRFWeights(["O", "B-X"], attrs, state, np.zeros((2, 2))), DOMAIN_PREFIX)
+    rows = dict(zip(folded.attributes, folded.state.toarray().tolist()))
+    assert rows == {"a": [1.5, -1.0], "c": [3.0, 3.0], "b": [0.0, 2.0]}
+
+
+def test_augmented_model_saves_and_tags_the_same_after_loading(tmp_path) -> None:  # noqa: ANN001
+    docs = generate_notes(8, seed=1)
+    cfg = replace(SMALL, feature_augmentation=True)
+    model = train_model(docs, lang="en", scheme=SCHEME, config=cfg, in_domain=[i % 2 == 0 for i in range(8)])
+    loaded = DeidModel.load(model.save(tmp_path / "aug"))
+    assert loaded.config.feature_augmentation
+    assert not any(a.startswith(DOMAIN_PREFIX) for a in loaded.weights.attributes)
+    probe = generate_notes(10, seed=9)[-1]
+    assert model.predict(probe).spans == loaded.predict(probe).spans
+    with pytest.raises(ModelError, match="feature_augmentation"):
+        train_model(docs, lang="en", scheme=SCHEME, config=SMALL, in_domain=[True] * 8)
+
+
+# -- what the candidate learns --------------------------------------------------------
+
+
+@pytest.mark.parametrize("adaptation", ["augment", "duplicate"])
+def test_candidate_keeps_a_label_seen_only_in_starter_data(adaptation: str) -> None:
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(24)]
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    starter = _starter(base)
+    probe = _note(50, room_is_phi=True, phone=True, prefix="p")
+    phone = probe.text[probe.spans[-1].start:probe.spans[-1].end]
+    assert _labels(starter, probe).get(phone) == "PHONE"
+    policy = replace(POLICY, adaptation=adaptation, reviewed_weight=3 if adaptation == "duplicate" else 1)
+    trainer = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=policy)
+    candidate = trainer(reviewed, None)
+    assert _labels(candidate, probe).get(phone) == "PHONE"
+    # trained on the reviewed notes alone, the label is lost: the test can fail
+    alone = make_trainer([], lang="en", scheme=SCHEME, config=SMALL, policy=policy)(reviewed, None)
+    assert _labels(alone, probe).get(phone) != "PHONE"
+
+
+def test_reviewer_wins_a_contradiction() -> None:
+    # The starter counts room numbers as PHI; this site's reviewers never do.
+    base = [_note(i, room_is_phi=True, prefix="s") for i in range(24)]
+    reviewed = [_note(i, room_is_phi=False, prefix="r") for i in range(30, 38)]
+    starter = _starter(base)
+    probe = _note(60, room_is_phi=False, prefix="p")
+    room = probe.text.split("Room ")[1].split(" ")[0]
+    assert _labels(starter, probe).get(room) == "LOCATION-OTHER"
+    candidate = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY)(reviewed, None)
+    labels = _labels(candidate, probe)
+    assert room not in labels
+    # and what the two agree on stays
+    assert labels.get(NAMES[60 % len(NAMES)]) == "PATIENT"
+
+
+def test_retrain_round_builds_on_the_starter_corpus(tmp_path) -> None:  # noqa: ANN001
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(16)]
+    path = tmp_path / "starter.jsonl"
+    write_jsonl(path, base)
+    starter = _starter(base, corpus=file_corpus_reference(path, len(base)))
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    result = retrain_round(reviewed, active_model=starter, policy=POLICY, lang="en")
+    cand = result.model
+    assert cand.metadata["corpus"] == starter.metadata["corpus"]  # the next round builds on the same base
+    assert cand.metadata["adaptation"]["base_documents"] == 16
+    assert cand.metadata["adaptation"]["reviewed_documents"] == 6
+    assert cand.config.feature_augmentation and cand.config.algorithm == "lbfgs"
+    assert result.metrics["n_base_docs"] == 16
+    assert result.decision.comparison.method == "kfold"
+    assert result.decision.comparison.active is not None
+    assert sorted(result.train_ids) == sorted(d.id for d in reviewed)
