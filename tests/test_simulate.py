@@ -10,7 +10,7 @@ import pytest
 from deid_core.cli import main
 from deid_core.cli.active import STRATEGY_NAMES
 from deid_core.corpus import write_jsonl
-from deid_core.engine.model import TrainConfig
+from deid_core.engine.model import DeidModel, TrainConfig
 from deid_core.learning.active import (
     STRATEGIES,
     CRFEstimator,
@@ -234,3 +234,23 @@ def test_one_retrain_path_for_app_and_simulation(tmp_path, monkeypatch, start_mo
         simulate_from_model(start, pool[:6], test[:3], strategies=["random"], batch=3, budget=3,
                             full_pool=False)
     assert calls == [(start.version, 3, "augment"), (start.version, 3, "augment")]
+
+
+def test_simulate_starts_from_the_builtin_starter(corpora, tmp_path, capsys) -> None:  # noqa: ANN001
+    """``--start-model builtin`` resolves the bundled starter for --lang (the test-size build)."""
+    from deid_core.synthetic.starter import starter_dir
+
+    pool, test = corpora
+    pool_path, test_path = tmp_path / "pool.jsonl", tmp_path / "test.jsonl"
+    write_jsonl(pool_path, pool[:4])
+    write_jsonl(test_path, test[:3])
+    args = ["simulate", "--start-model", "builtin", "--lang", "en", "--pool", str(pool_path),
+            "--test", str(test_path), "--strategy", "random", "--batch", "4", "--budget", "4",
+            "--repeats", "1", "--algorithm", "lbfgs", "--max-iterations", "5", "--folds", "2",
+            "--no-full-pool", "--json"]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    starter = DeidModel.load(starter_dir("en"))
+    assert result["start_model"]["version"] == starter.version
+    assert result["start_model"]["base_docs"] == starter.metadata["corpus"]["n"]
+    assert [p["docs"] for p in result["strategies"]["random"]["curve"]] == [0, 4]

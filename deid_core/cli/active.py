@@ -61,9 +61,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--start-model",
         default=None,
-        metavar="PATH",
-        help="start from this model directory and its recorded training corpus, retraining"
-        " each round exactly as the app does (keep-only-if-better included); --seed-docs is unused",
+        metavar="PATH|builtin",
+        help="start from this model directory (or 'builtin': the bundled starter for --lang) and"
+        " its recorded training corpus, retraining each round exactly as the app does"
+        " (keep-only-if-better included); --seed-docs is unused",
     )
     p.add_argument(
         "--label-map",
@@ -156,8 +157,14 @@ def run_simulate(args: argparse.Namespace) -> int:
             from deid_core.engine.model import DeidModel
             from deid_core.learning.simulate import simulate_from_model
 
+            if args.start_model == "builtin":
+                from deid_core.synthetic.starter import ensure_starter
+
+                start_dir = ensure_starter(args.lang, progress=progress)
+            else:
+                start_dir = args.start_model
             result = simulate_from_model(
-                DeidModel.load(args.start_model),
+                DeidModel.load(start_dir),
                 pool,
                 test,
                 strategies=strategies,
