@@ -1,13 +1,18 @@
 """English notes on day one (issue 12): what the rules+lexicon layer and a model find.
 
-    .venv/bin/python bench/english_coldstart.py                       # rules+lexicon layer alone
+    .venv/bin/python bench/english_coldstart.py                       # the bundled starter + rules alone
+    .venv/bin/python bench/english_coldstart.py --no-starter          # rules+lexicon layer alone
     .venv/bin/python bench/english_coldstart.py --model DIR --recall-bias -2
     .venv/bin/python bench/english_coldstart.py --rules old_en.yaml   # another rule file
     .venv/bin/python bench/english_coldstart.py --ablation 300        # train small models, see below
 
 Prints one JSON object. Data sets: the hand-written challenge set
-(tests/fixtures/english_challenge.jsonl), presidio-synth dev (read from
-``--data``, never copied), and any ``--dev PATH`` JSONL. For each tagger and
+(tests/fixtures/english_challenge.jsonl), ``--dev-families N`` notes from the
+generator's dev template families (wording the starter never trained on, other
+patients: seed 777_001, not the starter's own dev seed), presidio-synth dev
+(read from ``--data``, never copied), and any ``--dev PATH`` JSONL. Without
+``--model`` the bundled English starter is scored (built on first use), at
+bias 0 and at the recall bias it records (``--bias recall``). For each tagger and
 data set: character recall and precision over non-whitespace characters
 (``deid_core.evaluation.visible_chars``), whatever the labels, at the default
 bias and (for a model) at ``--recall-bias``; recall per miss category on the
@@ -94,6 +99,12 @@ def datasets(args: argparse.Namespace) -> dict[str, list[Document]]:
     presidio = args.data / "presidio-synth" / "dev.jsonl"
     if presidio.is_file() and not args.no_presidio:
         sets["presidio-synth-dev"] = read_jsonl(presidio)
+    if args.dev_families:
+        from deid_core.synthetic import REALISTIC, generate_notes
+
+        sets["generator-dev-families"] = generate_notes(
+            args.dev_families, seed=777_001, families="dev", **REALISTIC
+        )
     for path in args.dev:
         sets[Path(path).stem] = read_jsonl(path)
     return sets
@@ -143,8 +154,13 @@ def ablation(args: argparse.Namespace, sets: dict[str, list[Document]]) -> dict[
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, help="a model directory to score besides the rules alone")
-    ap.add_argument("--recall-bias", type=float, default=-2.0, help="the second bias for models (default -2)")
+    ap.add_argument("--model", type=Path, help="a model directory to score besides the rules alone"
+                    " (default: the bundled English starter)")
+    ap.add_argument("--no-starter", action="store_true", help="without --model: score the rules alone")
+    ap.add_argument("--dev-families", type=int, default=200,
+                    help="notes from the generator's dev template families (default 200; 0 skips)")
+    ap.add_argument("--recall-bias", type=float, default=None,
+                    help="the second bias for models (default: the model's recorded recall bias, else -2)")
     ap.add_argument("--dev", action="append", default=[], help="an extra JSONL dev set (repeatable)")
     ap.add_argument("--data", type=Path, default=DATA, help=f"benchmark corpora (default {DATA})")
     ap.add_argument("--no-presidio", action="store_true", help="skip presidio-synth dev")
@@ -163,14 +179,31 @@ def main() -> None:
     taggers: dict[str, Any] = {"rules+lexicon (built-in en)": rules_tagger(load_rules("en"))}
     if args.rules:
         taggers[f"rules alone ({args.rules.name})"] = rules_tagger(RuleSet.from_yaml(args.rules))
-    if args.model:
+    model_path = args.model
+    if model_path is None and not args.no_starter:
+        from deid_core.synthetic.starter import ensure_starter
+
+        cpu0 = time.process_time()
+        model_path = ensure_starter("en", progress=lambda m, f: None)
+        print(f"starter ready ({time.process_time() - cpu0:.1f} CPU s)", file=sys.stderr)
+    recorded = None
+    if model_path is not None:
         from deid_core.engine.model import DeidModel
 
-        model = DeidModel.load(args.model)
-        taggers["model, bias 0"] = model_tagger(model, 0.0)
-        taggers[f"model, bias {args.recall_bias}"] = model_tagger(model, args.recall_bias)
+        model = DeidModel.load(model_path)
+        recorded = model.metadata.get("recall_bias")
+        second = args.recall_bias if args.recall_bias is not None else (
+            float(recorded) if recorded is not None else -2.0)
+        name = "starter" if args.model is None else "model"
+        taggers[f"{name}, bias 0"] = model_tagger(model, 0.0)
+        taggers[f"{name}, bias {second:g}" + (" (recorded recall bias)" if args.recall_bias is None
+                                               and recorded is not None else "")] = model_tagger(model, second)
+    if args.recall_bias is None:
+        args.recall_bias = float(recorded) if recorded is not None else -2.0
     result: dict[str, Any] = {
         "datasets": {k: {"documents": len(v), "chars": sum(len(d.text) for d in v)} for k, v in sets.items()},
+        "model": str(model_path) if model_path is not None else None,
+        "model_recall_bias": recorded,
         "load_average": os.getloadavg(),
         "taggers": evaluate_taggers(taggers, sets),
     }
