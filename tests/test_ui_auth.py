@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from people import add_users
 
 from deid_core.store.engine import open_store
 from deid_core.store.users import create_user, set_active, set_role
@@ -20,6 +21,7 @@ def engine(tmp_path, monkeypatch):
     engine = open_store(f"sqlite:///{tmp_path / 'auth.db'}")
     create_user(engine, "ada", PASSWORD, role="admin")
     create_user(engine, "rita.b@x", PASSWORD, role="reviewer")
+    add_users(engine, admins=("root",))  # the admin who demotes them (the library checks actors)
     return engine
 
 
