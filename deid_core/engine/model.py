@@ -56,6 +56,7 @@ from deid_core.engine.gazetteers import (
 )
 from deid_core.engine.merge import merge_spans
 from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
+from deid_core.engine.propagate import propagate
 from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
 from deid_core.engine.tokenize import Token, Tokenized, tokenize
@@ -110,6 +111,10 @@ class TrainConfig:
     #: across line breaks, for PHI written over several lines). Features use
     #: sentences either way.
     sequence: str = "note"
+    #: Mark the other occurrences of a confidently tagged name, id, address or
+    #: facility in the note (``engine/propagate.py``); spans get source ``propagated``.
+    propagate: bool = True
+    propagate_min_score: float = 0.9
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0
@@ -363,6 +368,8 @@ class DeidModel:
             )
             origin = f"model {self.version} {FILTERS_FILE}"
             self.filters = filters_from_dict(load_yaml_text(self.filters_text, origin=origin), origin=origin)
+        #: Propagation is a run-time switch too (``deidentify --no-propagate``).
+        self.propagate = config.propagate
 
     # -- prediction ---------------------------------------------------------------
 
@@ -456,6 +463,10 @@ class DeidModel:
         spans = merge_spans([*_uncovered_rules(encoded.rule_spans, crf_spans), *crf_spans])
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
+        if self.propagate:
+            spans = propagate(
+                encoded.text, spans, self.scheme, lang=self.lang, min_score=self.config.propagate_min_score
+            )
         n = len(encoded.tokens)
         return Prediction(
             doc_id=encoded.doc_id,

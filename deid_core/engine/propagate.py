@@ -1,0 +1,365 @@
+"""Propagate known PHI to its other occurrences: a name found once is masked everywhere.
+
+A model that tags "Zebediah Quartermaine" in the first line of a note often
+misses "QUARTERMAINE" in a header, "Mr. Quartermaine" three paragraphs on, or
+"zquartermaine@mercy.org" in a signature. Once a string is known to be PHI
+(tagged with high confidence, confirmed by a reviewer, or listed in the
+structured record), every other occurrence is PHI too. This module finds
+those occurrences.
+
+Only identifying kinds propagate (label categories ``NAME``, ``ID``,
+``CONTACT``, ``LOCATION``); ages, dates and professions recur by chance and
+are left alone. A name also propagates through its parts:
+
+- the whole value, in any case, with runs of whitespace folded;
+- each surname part alone, and each given name alone unless it is a common
+  word ("Will", "Grace", "Mark": ``data/leakcheck/common_words.yaml`` plus
+  spaCy's stop words); titles ("Mr.", "Dr."), initials, particles ("de",
+  "van") and suffixes ("Jr") are never searched alone, and "Mr./Dr. Surname"
+  is found through the surname;
+- inside an e-mail address or a user name: a name part of at least
+  ``MIN_EMBEDDED`` letters inside ``zquartermaine@mercy.org`` or
+  ``QuartermaineJr`` marks the whole address or user name.
+
+Matching is linear in the text: one Aho-Corasick automaton (``pyahocorasick``)
+over the folded variants, run over the note folded the same way (lower case
+per character, so offsets survive). The same ``VariantIndex`` serves the
+export's patient and corpus scope and the leak check
+(``deid_core.protect.leakcheck``), with the set of known strings, never the
+corpus, in memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import ahocorasick
+import yaml
+
+from deid_core.schemes import LabelScheme
+from deid_core.spans import Span, sort_spans
+
+SOURCE = "propagated"
+PROPAGATE_CATEGORIES = frozenset({"NAME", "ID", "CONTACT", "LOCATION"})
+MIN_CHARS = 3  # shorter strings ("Al", "45") recur by chance
+MIN_EMBEDDED = 4  # a name part searched inside e-mail addresses and user names
+DEFAULT_MIN_SCORE = 0.9
+#: Sources whose spans are trusted whatever their score.
+TRUSTED_PREFIXES = ("human", "gold", "known")
+
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+_EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
+_HANDLE = re.compile(r"[\w.+@-]*[^\W_][\w.+@-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A folded string to search for and where it came from (never logged)."""
+
+    text: str = field(repr=False)
+    label: str
+    category: str
+    part: bool  # a name part (or other piece) rather than the whole value
+    embeddable: bool  # may be found inside an e-mail address or a user name
+
+
+@lru_cache(maxsize=4)
+def _name_words(lang: str) -> dict[str, frozenset[str]]:
+    """Titles, particles and suffixes of the language (from the surrogate data)."""
+    lang = lang if lang in ("en", "es") else "en"
+    raw = yaml.safe_load(
+        resources.files("deid_core").joinpath(f"data/surrogates/{lang}.yaml").read_text("utf-8")
+    )
+    return {
+        "titles": frozenset(str(t).casefold() for t in raw.get("titles", {})),
+        "particles": frozenset(str(p).casefold() for p in raw.get("particles", [])),
+        "suffixes": frozenset(str(s).casefold() for s in raw.get("suffixes", [])),
+    }
+
+
+@lru_cache(maxsize=1)
+def common_words() -> frozenset[str]:
+    """Words that are never propagated alone: the leak check's common words, the
+    name-words list (given names that are also ordinary words), and spaCy's
+    English and Spanish stop words (MIT licence)."""
+    from spacy.lang.en.stop_words import STOP_WORDS as EN
+    from spacy.lang.es.stop_words import STOP_WORDS as ES
+
+    raw = yaml.safe_load(
+        resources.files("deid_core").joinpath("data/leakcheck/common_words.yaml").read_text("utf-8")
+    )
+    words = {str(w).casefold() for key in ("en", "es", "professions", "name_words") for w in raw.get(key, [])}
+    return frozenset(words | {w.casefold() for w in EN} | {w.casefold() for w in ES})
+
+
+@lru_cache(maxsize=8)
+def _kind_labels(scheme_name: str) -> dict[str, str]:
+    """Surrogate kind -> the scheme's first label of that kind (``email``, ``username``)."""
+    raw = yaml.safe_load(
+        resources.files("deid_core").joinpath("data/surrogates/kinds.yaml").read_text("utf-8")
+    )
+    out: dict[str, str] = {}
+    for label, kind in (raw.get(scheme_name) or {}).items():
+        out.setdefault(str(kind), str(label))
+    return out
+
+
+def fold(text: str) -> str:
+    """Lower case per character (length kept, so offsets into ``text`` stay valid)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+_ODD_SPACE = re.compile(r"\s{2,}|[^\S ]")
+
+
+def fold_with_offsets(text: str) -> tuple[str, list[int] | None]:
+    """``fold`` with each run of whitespace as one space, and each folded character's
+    offset in ``text`` (``None`` when they are the same offsets)."""
+    low = fold(text)
+    if _ODD_SPACE.search(low) is None:
+        return low, None
+    chars: list[str] = []
+    offsets: list[int] = []
+    prev_space = False
+    for i, c in enumerate(low):
+        if c.isspace():
+            if not prev_space:
+                chars.append(" ")
+                offsets.append(i)
+            prev_space = True
+            continue
+        prev_space = False
+        chars.append(c)
+        offsets.append(i)
+    offsets.append(len(text))
+    return "".join(chars), offsets
+
+
+def _squash(value: str) -> str:
+    return " ".join(fold(value).split())
+
+
+def name_parts(value: str, lang: str = "en") -> list[str]:
+    """The searchable parts of a name: no titles, initials, particles or suffixes."""
+    words = _name_words(lang)
+    parts = []
+    for m in _WORD.finditer(value):
+        word = m.group(0)
+        low = word.casefold()
+        if len(word) < 2 or low in words["titles"] or low in words["particles"] or low in words["suffixes"]:
+            continue
+        parts.append(word)
+        if "-" in word:
+            parts.extend(p for p in word.split("-") if len(p) >= 2)
+    return parts
+
+
+def variants(value: str, label: str, category: str, *, lang: str = "en") -> list[Variant]:
+    """What to search for a known PHI string of ``category`` (empty for other kinds)."""
+    if category not in PROPAGATE_CATEGORIES:
+        return []
+    common = common_words()
+    whole = _squash(value.strip(" \t\n.,;:()[]\"'"))
+    out: dict[str, Variant] = {}
+    if len(whole) >= MIN_CHARS and whole not in common and any(c.isalnum() for c in whole):
+        out[whole] = Variant(whole, label, category, False, False)
+    if category == "NAME":
+        for part in name_parts(value, lang):
+            low = fold(part)
+            if len(low) < MIN_CHARS or low in common or low in out:
+                continue
+            out[low] = Variant(low, label, category, True, len(low) >= MIN_EMBEDDED)
+        if whole in out and " " not in whole and len(whole) >= MIN_EMBEDDED:
+            out[whole] = Variant(whole, label, category, False, True)
+    return list(out.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    start: int
+    end: int
+    payloads: tuple[Any, ...]
+    embedded: bool  # found inside an e-mail address or a user name (start..end covers it)
+
+
+class VariantIndex:
+    """An Aho-Corasick automaton over folded variants; each key carries payloads.
+
+    ``add`` then ``find``: the automaton is (re)built lazily after additions.
+    Memory grows with the number of distinct variants, not with the texts searched.
+    """
+
+    def __init__(self) -> None:
+        self._payloads: dict[str, list[Any]] = {}
+        self._embeddable: set[str] = set()
+        self._automaton: Any = None
+
+    def __len__(self) -> int:
+        return len(self._payloads)
+
+    def __bool__(self) -> bool:
+        return bool(self._payloads)
+
+    def add(self, variant: Variant, payload: Any) -> None:
+        self._payloads.setdefault(variant.text, []).append(payload)
+        if variant.embeddable:
+            self._embeddable.add(variant.text)
+        self._automaton = None
+
+    def payloads(self, key: str) -> list[Any]:
+        return self._payloads.get(key, [])
+
+    def _built(self) -> Any:
+        if self._automaton is None:
+            automaton = ahocorasick.Automaton()
+            for key in self._payloads:
+                automaton.add_word(key, key)
+            automaton.make_automaton()
+            self._automaton = automaton
+        return self._automaton
+
+    def find(self, text: str, *, embedded: bool = True) -> Iterator[Match]:
+        """Occurrences at word boundaries (any case, any run of whitespace), then, if
+        ``embedded``, e-mail addresses and user names containing an embeddable variant.
+        Offsets are into ``text``."""
+        if not self._payloads:
+            return
+        low, offsets = fold_with_offsets(text)
+        automaton = self._built()
+        n = len(low)
+        for end_idx, key in automaton.iter(low):
+            start, end = end_idx - len(key) + 1, end_idx + 1
+            if start > 0 and low[start - 1].isalnum():
+                continue
+            if end < n and low[end].isalnum():
+                continue
+            if offsets is not None:
+                start, end = offsets[start], offsets[end - 1] + 1
+            yield Match(start, end, tuple(self._payloads[key]), False)
+        if embedded and self._embeddable:
+            yield from self._find_embedded(text, fold(text) if offsets is not None else low, automaton)
+
+    def _find_embedded(self, text: str, low: str, automaton: Any) -> Iterator[Match]:
+        for m in _HANDLE.finditer(text):
+            raw = m.group(0)
+            token = raw.strip(".-+@")
+            if len(token) < MIN_EMBEDDED:
+                continue
+            start = m.start() + raw.index(token)
+            end = start + len(token)
+            email = _EMAIL.fullmatch(token) is not None
+            # In an e-mail address only the local part is searched: domains are shared.
+            searched = token[: token.index("@")] if email else token
+            for end_idx, key in automaton.iter(low[start : start + len(searched)]):
+                if key not in self._embeddable:
+                    continue
+                if email or _handle_like(searched, end_idx - len(key) + 1, end_idx + 1):
+                    yield Match(start, end, tuple(self._payloads[key]), True)
+                    break
+
+
+def _handle_like(token: str, start: int, end: int) -> bool:
+    """A user name around a name part: "QuartermaineJr", "zquartermaine", "jsmith42", "j_smith".
+
+    An ordinary word holding the name ("Smithson") is not one: the rest must be
+    digits, punctuation, a new capitalised part, or an initial or two.
+    """
+    if start == 0 and end == len(token):
+        return False  # the part alone is found at word boundaries already
+    if any(c.isdigit() or c in "_.@" for c in token):
+        return True
+    before, after = token[:start], token[end:]
+    if after and after[0].isupper() and token[start].isupper():
+        return True  # CamelCase: QuartermaineJr
+    if before and before[-1].islower() and token[start].isupper():
+        return True  # johnSmith
+    return 0 < len(before) <= 2 and not after  # zquartermaine, jsmith
+
+
+# --------------------------------------------------------------------------- in one note
+
+
+def is_trusted(span: Span, min_score: float) -> bool:
+    """A span that may seed propagation: confirmed by a person or the record, or confident."""
+    return span.source.split(":", 1)[0] in TRUSTED_PREFIXES or span.score >= min_score
+
+
+def labels_for(scheme: LabelScheme) -> dict[str, str]:
+    """Label -> category for the labels that propagate."""
+    return {i.name: i.category for i in scheme.labels if i.category in PROPAGATE_CATEGORIES}
+
+
+def seed_index(
+    text: str,
+    spans: Iterable[Span],
+    categories: Mapping[str, str],
+    *,
+    lang: str = "en",
+    min_score: float = DEFAULT_MIN_SCORE,
+    index: VariantIndex | None = None,
+) -> VariantIndex:
+    """An index of the variants of ``spans`` that may seed propagation."""
+    idx = index if index is not None else VariantIndex()
+    for span in spans:
+        category = categories.get(span.label)
+        if category is None or not is_trusted(span, min_score):
+            continue
+        for v in variants(text[span.start : span.end], span.label, category, lang=lang):
+            idx.add(v, (span.label, min(1.0, span.score)))
+    return idx
+
+
+def propagate(
+    text: str,
+    spans: Sequence[Span],
+    scheme: LabelScheme,
+    *,
+    lang: str = "en",
+    min_score: float = DEFAULT_MIN_SCORE,
+    extra: VariantIndex | None = None,
+) -> list[Span]:
+    """``spans`` plus a ``propagated`` span on every other occurrence of a trusted one.
+
+    ``extra`` adds known strings from outside the note (the patient's record,
+    other notes of the patient). New spans never overlap existing ones; among
+    themselves the longest, then earliest, wins.
+    """
+    categories = labels_for(scheme)
+    index = seed_index(text, spans, categories, lang=lang, min_score=min_score)
+    found = list(find_spans(text, spans, index, scheme.name))
+    if extra is not None:
+        found.extend(find_spans(text, spans, extra, scheme.name))
+    if not found:
+        return list(spans)
+    return sort_spans([*spans, *select_new(spans, found)])
+
+
+def find_spans(text: str, spans: Sequence[Span], index: VariantIndex, scheme_name: str) -> Iterator[Span]:
+    """Candidate ``propagated`` spans for every match of ``index`` in ``text``."""
+    kinds = _kind_labels(scheme_name)
+    for m in index.find(text):
+        label, score = m.payloads[0][:2]
+        if m.embedded:
+            email = "@" in text[m.start : m.end]
+            label = kinds.get("email" if email else "username", label)
+        yield Span(m.start, m.end, label, SOURCE, float(score))
+
+
+def select_new(existing: Sequence[Span], found: Iterable[Span]) -> list[Span]:
+    """Found spans that overlap no existing span and no longer (then earlier) found one."""
+    taken = sorted((s.start, s.end) for s in existing)
+    chosen: list[Span] = []
+    for span in sorted(set(found), key=lambda s: (-(s.end - s.start), s.start, s.label)):
+        if any(a < span.end and span.start < b for a, b in taken):
+            continue
+        taken.append((span.start, span.end))
+        chosen.append(span)
+    return chosen
