@@ -54,7 +54,7 @@ TRUSTED_PREFIXES = ("human", "gold", "known")
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
-_HANDLE = re.compile(r"[\w.+@-]*[^\W_][\w.+@-]*")
+_HANDLE_CHARS = "._+@-'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,21 +126,19 @@ def fold_with_offsets(text: str) -> tuple[str, list[int] | None]:
     low = fold(text)
     if _ODD_SPACE.search(low) is None:
         return low, None
-    chars: list[str] = []
+    pieces: list[str] = []
     offsets: list[int] = []
-    prev_space = False
-    for i, c in enumerate(low):
-        if c.isspace():
-            if not prev_space:
-                chars.append(" ")
-                offsets.append(i)
-            prev_space = True
-            continue
-        prev_space = False
-        chars.append(c)
-        offsets.append(i)
+    pos = 0
+    for m in _ODD_SPACE.finditer(low):
+        pieces.append(low[pos : m.start()])
+        offsets.extend(range(pos, m.start()))
+        pieces.append(" ")
+        offsets.append(m.start())
+        pos = m.end()
+    pieces.append(low[pos:])
+    offsets.extend(range(pos, len(low)))
     offsets.append(len(text))
-    return "".join(chars), offsets
+    return "".join(pieces), offsets
 
 
 def _squash(value: str) -> str:
@@ -166,6 +164,11 @@ def variants(value: str, label: str, category: str, *, lang: str = "en") -> list
     """What to search for a known PHI string of ``category`` (empty for other kinds)."""
     if category not in PROPAGATE_CATEGORIES:
         return []
+    return list(_variants(value, label, category, lang))
+
+
+@lru_cache(maxsize=65536)
+def _variants(value: str, label: str, category: str, lang: str) -> tuple[Variant, ...]:
     common = common_words()
     whole = _squash(value.strip(" \t\n.,;:()[]\"'"))
     out: dict[str, Variant] = {}
@@ -179,7 +182,7 @@ def variants(value: str, label: str, category: str, *, lang: str = "en") -> list
             out[low] = Variant(low, label, category, True, len(low) >= MIN_EMBEDDED)
         if whole in out and " " not in whole and len(whole) >= MIN_EMBEDDED:
             out[whole] = Variant(whole, label, category, False, True)
-    return list(out.values())
+    return tuple(out.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,43 +230,66 @@ class VariantIndex:
         return self._automaton
 
     def find(self, text: str, *, embedded: bool = True) -> Iterator[Match]:
-        """Occurrences at word boundaries (any case, any run of whitespace), then, if
-        ``embedded``, e-mail addresses and user names containing an embeddable variant.
-        Offsets are into ``text``."""
+        """Occurrences at word boundaries (any case, any run of whitespace), and, if
+        ``embedded``, e-mail addresses and user names holding an embeddable variant
+        (the match then covers the whole address or user name). Offsets are into ``text``."""
         if not self._payloads:
             return
         low, offsets = fold_with_offsets(text)
         automaton = self._built()
         n = len(low)
+        seen_tokens: set[int] = set()
         for end_idx, key in automaton.iter(low):
             start, end = end_idx - len(key) + 1, end_idx + 1
-            if start > 0 and low[start - 1].isalnum():
-                continue
-            if end < n and low[end].isalnum():
+            inside = (start > 0 and low[start - 1].isalnum()) or (end < n and low[end].isalnum())
+            if embedded and key in self._embeddable and (inside or _in_handle(low, start, end)):
+                token = _token_around(low, start, end, text, offsets)
+                if token is not None:
+                    if token[0] not in seen_tokens:
+                        seen_tokens.add(token[0])
+                        yield Match(token[0], token[1], tuple(self._payloads[key]), True)
+                    continue
+            if inside:
                 continue
             if offsets is not None:
                 start, end = offsets[start], offsets[end - 1] + 1
             yield Match(start, end, tuple(self._payloads[key]), False)
-        if embedded and self._embeddable:
-            yield from self._find_embedded(text, fold(text) if offsets is not None else low, automaton)
 
-    def _find_embedded(self, text: str, low: str, automaton: Any) -> Iterator[Match]:
-        for m in _HANDLE.finditer(text):
-            raw = m.group(0)
-            token = raw.strip(".-+@")
-            if len(token) < MIN_EMBEDDED:
-                continue
-            start = m.start() + raw.index(token)
-            end = start + len(token)
-            email = _EMAIL.fullmatch(token) is not None
-            # In an e-mail address only the local part is searched: domains are shared.
-            searched = token[: token.index("@")] if email else token
-            for end_idx, key in automaton.iter(low[start : start + len(searched)]):
-                if key not in self._embeddable:
-                    continue
-                if email or _handle_like(searched, end_idx - len(key) + 1, end_idx + 1):
-                    yield Match(start, end, tuple(self._payloads[key]), True)
-                    break
+
+def _in_handle(low: str, start: int, end: int) -> bool:
+    """A match at word boundaries that sits in an e-mail address or user name
+    ("john.smith@x.org", "smith_j")."""
+    before = low[start - 1] if start > 0 else " "
+    after = low[end] if end < len(low) else " "
+    return before in "._@+" or after in "_@+" or (after == "." and end + 1 < len(low) and low[end + 1].isalnum())
+
+
+def _token_around(
+    low: str, start: int, end: int, text: str, offsets: list[int] | None
+) -> tuple[int, int] | None:
+    """The e-mail address or user name around a match, in ``text`` offsets, if it is one."""
+    a, b = start, end
+    while a > 0 and (low[a - 1].isalnum() or low[a - 1] in _HANDLE_CHARS):
+        a -= 1
+    while b < len(low) and (low[b].isalnum() or low[b] in _HANDLE_CHARS):
+        b += 1
+    while a < start and not low[a].isalnum():
+        a += 1
+    while b > end and not low[b - 1].isalnum():
+        b -= 1
+    if offsets is not None:
+        t_start, t_end = offsets[a], offsets[b - 1] + 1
+        s_start = offsets[start] - t_start
+        s_end = offsets[end - 1] + 1 - t_start
+    else:
+        t_start, t_end, s_start, s_end = a, b, start - a, end - a
+    token = text[t_start:t_end]
+    if _EMAIL.fullmatch(token):
+        at = token.index("@")
+        return (t_start, t_end) if s_end <= at else None  # the local part only: domains are shared
+    if _handle_like(token, s_start, s_end):
+        return t_start, t_end
+    return None
 
 
 def _handle_like(token: str, start: int, end: int) -> bool:

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from deid_core.errors import UnsupportedFormat
 from deid_core.protect.dateshift import DEFAULT_MAX_DAYS
 from deid_core.protect.replace import OffsetMap, Replacement, apply_replacements
-from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping
-from deid_core.protect.surrogates import KINDS, SurrogateGenerator
+from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping, normalise
+from deid_core.protect.surrogates import IDENTIFYING_KINDS, KINDS, SurrogateGenerator
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 
 OperatorKind = Literal["tag", "redact", "surrogate", "keep"]
@@ -241,6 +241,12 @@ def deidentify_document(
     replacements: list[Replacement] = []
     plan: list[tuple[Span, str, str | None, str]] = []
     entries: list[MappingEntry] = []
+    # A surrogate equal to another original of an identifying kind in this note
+    # would put someone else's real name (or id) into the output: such a draw
+    # gets the fallback instead (the leak check reports it as a collision).
+    originals = {
+        normalise(doc.text[s.start : s.end]) for s in ordered if gen.kind_of(s.label) in IDENTIFYING_KINDS
+    }
     for span in ordered:
         value = doc.text[span.start : span.end]
         spec = ops.operator_for(span.label)
@@ -251,7 +257,8 @@ def deidentify_document(
         if spec.kind == "surrogate":
             sur = gen.generate(value, span.label, patient_key=key)
             kind = sur.kind
-            if sur.text is not None:
+            folded = normalise(sur.text) if sur.text is not None else ""
+            if sur.text is not None and not (folded in originals and folded != normalise(value)):
                 if sur.entry is not None:
                     entries.append(sur.entry)
                 if sur.text == value:
