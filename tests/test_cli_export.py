@@ -182,7 +182,12 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     assert manifest["formats"] == ["jsonl", "brat", "spans-csv"]
     assert verify_manifest(out) == []
     exported = read_jsonl(out / "corpus.jsonl")
-    assert {d.meta["patient_key"] for d in exported} == {d.meta["patient_id"] for d in notes[:6]}
+    # Patient keys, ids and sources are HMAC pseudonyms by default (issue 14).
+    originals = {d.meta["patient_id"] for d in notes[:6]}
+    keys = {d.meta["patient_key"] for d in exported}
+    assert len(keys) == len(originals) and all(k.startswith("pt-") for k in keys)
+    assert not ({d.id for d in exported} | keys) & (originals | {d.id for d in notes})
+    assert manifest["ids"]["pseudonymised"] is True
     events = list_events(open_store(db_url), action="export")
     assert len(events) == 1 and events[0].actor == "alice" and events[0].after["documents"] == 6
     # Unreviewed documents need an explicit --yes.

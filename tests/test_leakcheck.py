@@ -5,7 +5,6 @@ import json
 import pytest
 
 from deid_core.protect.leakcheck import (
-    LeakCandidate,
     LeakTarget,
     Region,
     check_deidentified,

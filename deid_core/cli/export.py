@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from deid_core.errors import LeakDetected, UnsupportedFormat
+from deid_core.errors import LeakDetected, PermissionDenied, UnsupportedFormat
 from deid_core.protect.surrogate_map import load_or_create_secret, read_secret
 
 __all__ = ["read_secret", "register", "run_deidentify", "run_export", "secret_for"]
@@ -210,7 +210,8 @@ def run_export(args: argparse.Namespace) -> int:
     )
     formats = tuple(f for group in (args.format or ["jsonl"]) for f in group.split(",") if f)
     config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
-                          leak_scope=args.leak_scope, allow_leaks=args.allow_leaks)
+                          leak_scope=args.leak_scope, allow_leaks=args.allow_leaks,
+                          propagate=not args.no_propagate, keep_ids=args.keep_ids)
     # One secret per project (not per export), so every export of the project agrees.
     secret_path = Path(args.secret_file) if args.secret_file else default_secret_path(project.id)
     secret, created = load_or_create_secret(secret_path)
@@ -227,6 +228,9 @@ def run_export(args: argparse.Namespace) -> int:
     except LeakDetected as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_LEAK
+    except PermissionDenied as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         close()
     if args.mapping_out:
@@ -235,7 +239,9 @@ def run_export(args: argparse.Namespace) -> int:
     m = result.manifest
     print(
         f"exported {m['documents']} document(s), {m['spans']} span(s) as {', '.join(m['formats'])}"
-        f" to {result.path}; leak check: {m['leak_check']['leaks']} leak(s)"
+        f" to {result.path}; leak check ({m['leak_check']['scope']} scope):"
+        f" {m['leak_check']['leaks']} leak(s); {len(result.propagated)} other occurrence(s) of known"
+        f" PHI masked; ids {'kept' if config.keep_ids else 'pseudonymised'}"
     )
     return 0
 
@@ -296,7 +302,14 @@ def register(subparsers: Any) -> None:
     e.add_argument("--secret-file",
                    help="project secret (default: secrets/project-<id>.secret under $DEID_DATA_DIR"
                         " or the per-user data directory, as the app uses; created if missing)")
-    e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
+    e.add_argument("--leak-scope", choices=("document", "patient", "corpus"), default="corpus",
+                   help="where PHI strings are masked and searched: each note, each patient's notes,"
+                        " or the whole export (default)")
+    e.add_argument("--no-propagate", action="store_true",
+                   help="do not mask other occurrences of the export's PHI strings (the leak check still runs)")
+    e.add_argument("--keep-ids", action="store_true",
+                   help="write original document ids, patient keys and source paths (admin only, via"
+                        " --actor; recorded in the manifest) instead of HMAC pseudonyms")
     e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
     e.add_argument("--mapping-out", metavar="JSONL",
                    help="write the project's surrogate mapping from the database (HMAC keys ->"

@@ -201,8 +201,15 @@ class LeakReport:
                 if not h.fails:
                     self.counts["listed"] += 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, rename: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The report as JSON; ``rename`` maps document ids to those written (pseudonyms)."""
         hits = sorted(self.hits, key=_hit_order)
+        if rename:
+            hits = [
+                replace(h, doc_id=rename.get(h.doc_id, h.doc_id),
+                        source_doc_id=rename.get(h.source_doc_id, h.source_doc_id))
+                for h in hits
+            ]
         return {
             "ok": self.ok,
             "scope": self.scope,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from deid_core.errors import UnsupportedFormat
 from deid_core.protect.dateshift import DEFAULT_MAX_DAYS
 from deid_core.protect.replace import OffsetMap, Replacement, apply_replacements
-from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping, normalise
+from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping, normalise, pseudonym
 from deid_core.protect.surrogates import IDENTIFYING_KINDS, KINDS, SurrogateGenerator
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 
@@ -291,6 +291,21 @@ def deidentify_document(
         tuple(entries),
         meta,
     )
+
+
+def pseudonymise_meta(meta: Mapping[str, Any], secret: bytes, doc_id: str) -> tuple[str, dict[str, Any]]:
+    """``(new id, new meta)`` of a de-identified document with HMAC pseudonyms for its
+    id, ``original_id``, ``patient_key`` and ``source``: those come from the record
+    (an MRN, a file path holding a name) and no span covers them."""
+    out = dict(meta)
+    new_id = pseudonym(secret, "document", doc_id)
+    out["original_id"] = new_id
+    if out.get("patient_key") is not None:
+        out["patient_key"] = pseudonym(secret, "patient", str(out["patient_key"]))
+    if out.get("source") is not None:
+        out["source"] = pseudonym(secret, "source", str(out["source"]))
+    out["ids"] = "pseudonymised"
+    return new_id, out
 
 
 def patient_key_from_meta(doc: Document, path: str | None) -> str | None:
