@@ -293,21 +293,25 @@ def _token_around(
 
 
 def _handle_like(token: str, start: int, end: int) -> bool:
-    """A user name around a name part: "QuartermaineJr", "zquartermaine", "jsmith42", "j_smith".
+    """A name part that is a piece of a user name or e-mail local part: "QuartermaineJr",
+    "zquartermaine", "jsmith42", "john_smith", "johnSmith".
 
-    An ordinary word holding the name ("Smithson") is not one: the rest must be
-    digits, punctuation, a new capitalised part, or an initial or two.
+    Not a piece of an ordinary word ("Smithson", "summary" around "Mary"): on its
+    left the token starts, a non-letter, a change to a capital, or an initial or
+    two; on its right the token ends, a non-letter, or a change to a capital.
     """
     if start == 0 and end == len(token):
         return False  # the part alone is found at word boundaries already
-    if any(c.isdigit() or c in "_.@" for c in token):
-        return True
-    before, after = token[:start], token[end:]
-    if after and after[0].isupper() and token[start].isupper():
-        return True  # CamelCase: QuartermaineJr
-    if before and before[-1].islower() and token[start].isupper():
-        return True  # johnSmith
-    return 0 < len(before) <= 2 and not after  # zquartermaine, jsmith
+    if start > 0 and token[start - 1].isalpha():
+        camel = token[start - 1].islower() and token[start].isupper()
+        i = start
+        while i > 0 and token[i - 1].isalpha():
+            i -= 1
+        if not camel and start - i > 2:
+            return False
+    if end < len(token) and token[end].isalpha():
+        return token[end].isupper() and token[end - 1].islower()
+    return True
 
 
 # --------------------------------------------------------------------------- in one note

@@ -13,7 +13,8 @@ searched for each of them:
 - ``variant``: for identifying kinds (names, ids, contacts, addresses,
   facilities), the variants propagation searches for
   (``deid_core.engine.propagate``): a surname or uncommon given name alone, in
-  any case, and a name part inside an e-mail address or a user name
+  any case;
+- ``embedded``: a name part inside an e-mail address or a user name
   ("zquartermaine@mercy.org", "QuartermaineJr").
 
 Matches start and end at word boundaries ("Ann" is not found in "Annual"),
@@ -150,7 +151,7 @@ class LeakHit:
     end: int
     label: str  # label of the original
     source_doc_id: str  # a document the original came from
-    match: str  # exact | case-insensitive | digits | variant | common-noun | collision
+    match: str  # exact | case-insensitive | digits | variant | embedded | common-noun | collision
     where: Where
     fails: bool = True  # a leak (decides pass or fail)
     field: str = "text"  # "text" or "meta.<key>"
@@ -359,6 +360,19 @@ class KnownPhi:
                 self.digit_lengths.add(len(digits))
             info.patients.add(patient)
 
+    def digit_matches(self, text: str) -> Iterator[tuple[int, int, _Known]]:
+        """Identifiers found by their digits, whatever the punctuation between them."""
+        if not self.digits:
+            return
+        for run in _NUMERIC_RUN.finditer(text):
+            positions = [run.start() + i for i, c in enumerate(run.group(0)) if c.isdigit()]
+            digits = "".join(text[p] for p in positions)
+            for length in self.digit_lengths:
+                for i in range(0, len(digits) - length + 1):
+                    info = self.digits.get(digits[i : i + length])
+                    if info is not None:
+                        yield positions[i], positions[i + length - 1] + 1, info
+
     def spans_in(self, text: str, patient: str | None, scope: Scope) -> Iterator[tuple[int, int, str]]:
         """``(start, end, label)`` of every occurrence in ``text`` within ``scope``
         (for the export's masking of other occurrences)."""
@@ -366,6 +380,9 @@ class KnownPhi:
             info: _Known = m.payloads[0]
             if scope == "corpus" or (patient is not None and patient in info.patients):
                 yield m.start, m.end, info.label
+        for start, end, info in self.digit_matches(text):
+            if scope == "corpus" or (patient is not None and patient in info.patients):
+                yield start, end, info.label
 
 
 # --------------------------------------------------------------------------- one document
@@ -499,24 +516,16 @@ def _search_known(
         else:
             where = "text"
         found = text[start:end]
-        if info.capitalised and match != "digits" and found.islower():
+        if info.capitalised and match not in ("digits", "embedded") and found.islower():
             hits.append(LeakHit(target.doc_id, start, end, info.label, source, "common-noun", where, False, fld))
             return
         hits.append(LeakHit(target.doc_id, start, end, info.label, source, match, where, True, fld))
 
     for m in known.index.find(text):
         info = m.payloads[0]
-        judge(m.start, m.end, info, "variant" if (m.embedded or not info.whole) else "case-insensitive")
-    if known.digits:
-        lengths = known.digit_lengths
-        for run in _NUMERIC_RUN.finditer(text):
-            positions = [run.start() + i for i, c in enumerate(run.group(0)) if c.isdigit()]
-            digits = "".join(text[p] for p in positions)
-            for length in lengths:
-                for i in range(0, len(digits) - length + 1):
-                    info = known.digits.get(digits[i : i + length])
-                    if info is not None:
-                        judge(positions[i], positions[i + length - 1] + 1, info, "digits")
+        judge(m.start, m.end, info, "embedded" if m.embedded else "variant" if not info.whole else "case-insensitive")
+    for start, end, info in known.digit_matches(text):
+        judge(start, end, info, "digits")
     return hits
 
 
