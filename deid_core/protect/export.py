@@ -41,7 +41,7 @@ import shutil
 import tempfile
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -155,24 +155,46 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+class _Chosen:
+    """The documents an export contains, read again on each pass (no copy is made)."""
+
+    def __init__(self, items: Iterable[ExportItem], include_unreviewed: bool, count: int) -> None:
+        self.items, self.include, self.count = items, include_unreviewed, count
+
+    def __iter__(self) -> Iterator[ExportItem]:
+        return (i for i in self.items if i.reviewed or self.include)
+
+    def __len__(self) -> int:
+        return self.count
+
+
 def select_scope(
-    items: Sequence[ExportItem], *, include_unreviewed: bool, confirm_unreviewed: bool
-) -> tuple[list[ExportItem], dict[str, Any]]:
-    """The documents an export may contain, and the scope record for the manifest."""
-    unreviewed = [i for i in items if not i.reviewed]
+    items: Iterable[ExportItem], *, include_unreviewed: bool, confirm_unreviewed: bool
+) -> tuple[_Chosen, dict[str, Any]]:
+    """The documents an export may contain, and the scope record for the manifest.
+
+    ``items`` may be any re-iterable collection (a list, or a reader that streams
+    from a file): it is read once here and again by each pass of the export.
+    """
+    reviewed = unreviewed = 0
+    for i in items:
+        if i.reviewed:
+            reviewed += 1
+        else:
+            unreviewed += 1
     if include_unreviewed and unreviewed and not confirm_unreviewed:
         raise ExportRefused(
-            f"{len(unreviewed)} unreviewed document(s) carry model predictions only;"
+            f"{unreviewed} unreviewed document(s) carry model predictions only;"
             " confirm explicitly to include them"
         )
-    chosen = [i for i in items if i.reviewed or include_unreviewed]
+    chosen = _Chosen(items, include_unreviewed, reviewed + (unreviewed if include_unreviewed else 0))
     scope = {
         "reviewed_only": not include_unreviewed,
         "include_unreviewed": include_unreviewed,
         "unreviewed_confirmed": bool(include_unreviewed and confirm_unreviewed),
-        "reviewed_documents": sum(1 for i in chosen if i.reviewed),
-        "unreviewed_documents": sum(1 for i in chosen if not i.reviewed),
-        "skipped_unreviewed": 0 if include_unreviewed else len(unreviewed),
+        "reviewed_documents": reviewed,
+        "unreviewed_documents": unreviewed if include_unreviewed else 0,
+        "skipped_unreviewed": 0 if include_unreviewed else unreviewed,
     }
     return chosen, scope
 
@@ -282,9 +304,17 @@ class _Tally:
     operators: dict[str, Counter[str]] = field(default_factory=dict)
     statuses: Counter[str] = field(default_factory=Counter)
     propagated: Counter[str] = field(default_factory=Counter)
+    model_versions: set[str] = field(default_factory=set)
+    biases: set[float] = field(default_factory=set)
+    reviewers: set[str] = field(default_factory=set)
 
-    def add(self, result: DeidentifiedDocument) -> None:
+    def add(self, item: ExportItem, result: DeidentifiedDocument) -> None:
         self.documents += 1
+        if item.model_version:
+            self.model_versions.add(item.model_version)
+        if item.bias is not None:
+            self.biases.add(item.bias)
+        self.reviewers.update(item.reviewers)
         if result.patient_key is not None:
             self.patients.add(result.patient_key)
         for d in result.decisions:
@@ -296,7 +326,6 @@ class _Tally:
 
 
 def build_manifest(
-    items: Sequence[ExportItem],
     tally: _Tally,
     *,
     config: ExportConfig,
@@ -329,9 +358,9 @@ def build_manifest(
         "spans_per_label": dict(sorted(labels.items())),
         "operators_per_label": {k: dict(sorted(v.items())) for k, v in sorted(operators.items())},
         "span_status": dict(sorted(statuses.items())),
-        "model_versions": sorted({i.model_version for i in items if i.model_version}),
-        "bias": sorted({i.bias for i in items if i.bias is not None}),
-        "reviewers": sorted({r for i in items for r in i.reviewers}),
+        "model_versions": sorted(tally.model_versions),
+        "bias": sorted(tally.biases),
+        "reviewers": sorted(tally.reviewers),
         "operators": config.operators.to_dict(),
         "secret_fingerprint": secret_fingerprint(secret),
         "surrogate_collisions": collisions,
@@ -356,7 +385,7 @@ def build_manifest(
 
 
 def export_corpus(
-    items: Sequence[ExportItem],
+    items: Iterable[ExportItem],
     out_dir: str | os.PathLike[str],
     *,
     config: ExportConfig,
@@ -439,8 +468,10 @@ def export_corpus(
                 added = _propagated(doc, spans, known, _patient_of(item), leak_scope, ops)
                 propagated.extend((doc.id, sp.start, sp.end, sp.label) for sp in added)
                 spans = sort_spans([*spans, *added])
+            patient = _patient_of(item)
+            avoid = (lambda value, p=patient: known.is_original_of(value, p)) if leak_scope != "document" else None
             result = deidentify_document(
-                doc, spans, config=ops, secret=secret, patient_key=item.patient_key, generator=gen,
+                doc, spans, config=ops, secret=secret, patient_key=item.patient_key, generator=gen, avoid=avoid,
             )
             out_doc = result.to_document()
             extra: dict[str, Any] = {"reviewed": item.reviewed}
@@ -453,7 +484,7 @@ def export_corpus(
             checker.check(doc, result, meta=out_doc.meta)
             ids[doc.id] = out_doc.id
             spool.add(out_doc, [d.operator for d in result.decisions], result.offset_map.to_dict())
-            tally.add(result)
+            tally.add(item, result)
             for e in recordable_entries([result], secret):
                 entries.setdefault(e.key, e)
             if keep_documents:
@@ -494,7 +525,7 @@ def export_corpus(
             else:
                 collisions = len(mapping.collisions()) if mapping is not None else None
             manifest = build_manifest(
-                chosen, tally, config=config, secret=secret, scope=scope, leak=leak, files=files,
+                tally, config=config, secret=secret, scope=scope, leak=leak, files=files,
                 format_stats=format_stats, collisions=collisions, project=project, actor=actor,
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 known_strings=known.n_strings,

@@ -80,7 +80,7 @@ from typing import Any, Literal
 
 import yaml
 
-from deid_core.engine.propagate import VariantIndex, fold_with_offsets, variants
+from deid_core.engine.propagate import VariantIndex, fold, fold_with_offsets, variants
 from deid_core.protect.dateshift import date_precision
 from deid_core.protect.surrogate_map import normalise
 from deid_core.protect.surrogates import IDENTIFYING_KINDS, is_generic_place, label_kinds
@@ -95,11 +95,13 @@ MIN_DIGITS = 5
 MAX_LISTED = 10_000
 SCOPES = ("document", "patient", "corpus")
 META_SEP = "\x1f"
+_WRITTEN_META = ("deidentified", "reviewed", "model_version", "bias", "ids")
 Scope = Literal["document", "patient", "corpus"]
 Where = Literal["text", "kept", "surrogate"]
 _WORD = re.compile(r"[^\W_]+")
 _NUMERIC_DATE = re.compile(r"[\d/.-]+")
 _NUMERIC_RUN = re.compile(r"\d(?:[ ().\-/+]*\d)*")
+_DATE_START = re.compile(r"\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}(?!\d)")
 
 
 @lru_cache(maxsize=1)
@@ -360,11 +362,18 @@ class KnownPhi:
                 self.digit_lengths.add(len(digits))
             info.patients.add(patient)
 
+    def is_original_of(self, value: str, patient: str) -> bool:
+        """Whether ``value`` is a whole original of an identifying kind of ``patient``."""
+        info = self._info.get(" ".join(fold(value).split()))
+        return info is not None and info.whole and patient in info.patients
+
     def digit_matches(self, text: str) -> Iterator[tuple[int, int, _Known]]:
         """Identifiers found by their digits, whatever the punctuation between them."""
         if not self.digits:
             return
         for run in _NUMERIC_RUN.finditer(text):
+            if ":" in run.group(0) or _DATE_START.match(run.group(0)):
+                continue  # dates and times: an id's digits across "6/1/2021 16:45" mean nothing
             positions = [run.start() + i for i, c in enumerate(run.group(0)) if c.isdigit()]
             digits = "".join(text[p] for p in positions)
             for length in self.digit_lengths:
@@ -378,8 +387,11 @@ class KnownPhi:
         (for the export's masking of other occurrences)."""
         for m in self.index.find(text):
             info: _Known = m.payloads[0]
-            if scope == "corpus" or (patient is not None and patient in info.patients):
-                yield m.start, m.end, info.label
+            if not (scope == "corpus" or (patient is not None and patient in info.patients)):
+                continue
+            if info.capitalised and not m.embedded and text[m.start : m.end].islower():
+                continue  # "Day" the surname, "6-day stay": the leak check's common-noun rule
+            yield m.start, m.end, info.label
         for start, end, info in self.digit_matches(text):
             if scope == "corpus" or (patient is not None and patient in info.patients):
                 yield start, end, info.label
@@ -494,6 +506,11 @@ def _search_known(
             return
         source = target.doc_id if own else info.doc_id
         region = _region_at(regions, start, end)
+        if region is None and any(not r.kept and r.start < end and start < r.end for r in regions):
+            # Part surrogate, part note text ("Carrillo" drawn for a doctor, then a
+            # "HOSPITAL" heading): made by the generator, not left over.
+            hits.append(LeakHit(target.doc_id, start, end, info.label, source, match, "surrogate", False, fld))
+            return
         if region is not None and region.kept:
             hits.append(LeakHit(target.doc_id, start, end, info.label, source, match, "kept", False, fld))
             return
@@ -656,9 +673,14 @@ def target_of(original: Any, result: Any, meta: Mapping[str, Any] | None = None,
         for d in result.decisions
     )
     out_meta = result.meta if meta is None else meta
+    # Values the de-identifier wrote itself are not searched: flags, the model version,
+    # and, once pseudonymised, the HMAC ids (random hex would match digit runs).
+    skip = set(_WRITTEN_META)
+    if out_meta.get("ids") == "pseudonymised":
+        skip |= {"original_id", "patient_key", "source"}
     return LeakTarget(
         result.doc_id if doc_id is None else doc_id, result.text, regions, result.patient_key,
-        tuple(meta_strings(out_meta)),
+        tuple((k, v) for k, v in meta_strings(out_meta) if k.split(".", 1)[0] not in skip),
     )
 
 

@@ -12,7 +12,7 @@ from the secret, never from a counter).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -220,6 +220,7 @@ def deidentify_document(
     patient_key: str | None,
     mapping: SurrogateMapping | None = None,
     generator: SurrogateGenerator | None = None,
+    avoid: Callable[[str], bool] | None = None,
 ) -> DeidentifiedDocument:
     """De-identify one note. Pure: the output depends only on the arguments.
 
@@ -230,6 +231,9 @@ def deidentify_document(
     the same entries are on the result for callers that collect them later.
     Spans must fit the text and must not overlap (``InvalidSpan`` /
     ``OverlappingSpans`` otherwise, naming offsets and labels only).
+    A surrogate equal to another original of an identifying kind in the note, or
+    one for which ``avoid`` is true (the export passes the patient's other
+    originals), is not used: the fallback operator applies instead.
     """
     ops: OperatorConfig = config if isinstance(config, OperatorConfig) else config.operators
     gen = generator if generator is not None else ops.generator(secret)
@@ -258,7 +262,10 @@ def deidentify_document(
             sur = gen.generate(value, span.label, patient_key=key)
             kind = sur.kind
             folded = normalise(sur.text) if sur.text is not None else ""
-            if sur.text is not None and not (folded in originals and folded != normalise(value)):
+            clash = folded != normalise(value) and (
+                folded in originals or (avoid is not None and sur.text is not None and avoid(sur.text))
+            )
+            if sur.text is not None and not clash:
                 if sur.entry is not None:
                     entries.append(sur.entry)
                 if sur.text == value:
