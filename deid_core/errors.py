@@ -121,6 +121,11 @@ class LeakDetected(DeidError):
     """An export whose output still contains original PHI strings; the report names
     documents, offsets and labels, never the strings."""
 
+    #: The leak report (``protect.leakcheck.LeakReport``) and, for notes from the
+    #: store, their ids there (to open them in Review); set by the export.
+    report: object = None
+    review_ids: dict[str, int] = {}  # noqa: RUF012 - replaced per instance, never mutated
+
 
 class ExportRefused(DeidError):
     """An export that would go beyond its confirmed scope (unreviewed documents without

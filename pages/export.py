@@ -12,7 +12,7 @@ from deid_core.protect.operators import OperatorConfig, OperatorSpec
 from deid_core.protect.surrogate_map_db import export_surrogate_mapping
 from deid_core.schemes import load_scheme
 from deid_core.store.repository import status_counts
-from deid_core.ui.exporting import data_dir, project_secret, zip_folder
+from deid_core.ui.exporting import data_dir, leak_rows, project_secret, zip_folder
 from deid_core.ui.resources import guard
 
 ctx = guard("export")
@@ -41,6 +41,14 @@ if include:
     confirm = st.checkbox(
         "I understand unreviewed notes may still contain PHI the model missed; this is recorded"
         " in the manifest.", key="exp_confirm")
+SCOPES = {"corpus": "The whole export (default)", "patient": "Each patient's notes",
+          "document": "Each note alone"}
+leak_scope = st.selectbox("Mask and leak-check confirmed PHI strings across", list(SCOPES),
+                          format_func=SCOPES.get, key="exp_scope")
+propagate = st.checkbox("Mask other occurrences of confirmed names, ids and addresses (and their"
+                        " variants) within that scope", value=True, key="exp_propagate")
+keep_ids = st.checkbox("Keep original note ids, patient keys and source paths (otherwise HMAC"
+                       " pseudonyms; recorded in the manifest)", key="exp_keep_ids")
 with_mapping = st.checkbox("Also download the surrogate mapping (admin only; keep it safe)",
                            key="exp_mapping")
 
@@ -52,7 +60,8 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
     try:
         ops = OperatorConfig(lang=project.lang, scheme=project.scheme, default=OperatorSpec(mode),
                              per_label=overrides)
-        config = ExportConfig(ops, tuple(formats), include_unreviewed=include)
+        config = ExportConfig(ops, tuple(formats), include_unreviewed=include, leak_scope=leak_scope,
+                              propagate=propagate, keep_ids=keep_ids)
         # Audit events, the project's surrogate mapping in the database and the
         # all-or-nothing write all come with export_project.
         result = export_project(
@@ -63,6 +72,10 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
     except LeakDetected as exc:
         bar.empty()
         st.error(f"Export stopped by the leak check: {exc}")
+        if exc.report is not None:
+            st.dataframe(leak_rows(exc.report, exc.review_ids), key="exp_leaks", hide_index=True,
+                         column_config={"open": st.column_config.LinkColumn("Open in Review",
+                                                                             display_text="open")})
     except DeidError as exc:
         bar.empty()
         st.error(f"Nothing was exported: {exc}")
@@ -70,8 +83,9 @@ if st.button("Export", type="primary", disabled=not formats or (include and not 
         bar.progress(1.0, text="Done")
         m = result.manifest
         st.success(f"Exported {m['documents']} notes and {m['spans']} spans to {result.path};"
-                   f" leak check: {m['leak_check']['leaks']} leak(s).")
-        st.json({k: m[k] for k in ("documents", "spans", "formats", "scope") if k in m},
+                   f" leak check ({m['leak_check']['scope']} scope): {m['leak_check']['leaks']} leak(s);"
+                   f" {len(result.propagated)} other occurrence(s) of confirmed PHI masked.")
+        st.json({k: m[k] for k in ("documents", "spans", "formats", "scope", "propagation", "ids") if k in m},
                 expanded=False)
         st.download_button("Download the export (.zip)", zip_folder(result.path),
                            file_name=f"{result.path.name}.zip", mime="application/zip",

@@ -28,7 +28,7 @@ CORPUS = [
     ("a", "P1", f"Patient {NAME}, MRN 88231944, seen today.", {NAME: "PATIENT", "88231944": "MEDICALRECORD"}),
     ("b", "P1", "QUARTERMAINE called. Mr. Quartermaine wrote from zquartermaine@mercy.org as"
                 " QuartermaineJr; MRN 8823-1944 and Zebediah.", {}),
-    ("c", "P2", "Neighbour Quartermaine drove. Seen with Dr. Hale.", {"Hale": "DOCTOR"}),
+    ("c", "P2", "Seen with Dr. Hale. Neighbour Quartermaine drove.", {"Hale": "DOCTOR"}),
 ]
 PLANTED = {  # (document, planted string) -> how the check finds it
     ("b", "QUARTERMAINE"): "variant",
@@ -54,7 +54,10 @@ def test_every_planted_leak_is_caught_without_propagation(tmp_path: Path) -> Non
         export_corpus(_items(), tmp_path / "out", config=_config(propagate=False), secret=SECRET)
     report = json.loads((tmp_path / "out.leak_report.json").read_text())
     texts = {i: t for i, _, t, _ in CORPUS}
-    found = {(h["doc_id"], texts[h["doc_id"]][h["start"] : h["end"]]): h["match"] for h in report["hits"] if h["fails"]}
+    found = {
+        (h["doc_id"], texts[h["doc_id"]][h["orig_start"] : h["orig_end"]]): h["match"]
+        for h in report["hits"] if h["fails"]
+    }
     assert found == PLANTED
     assert report["scope"] == "corpus" and NAME not in json.dumps(report)
 
@@ -146,3 +149,24 @@ def test_keeping_ids_is_for_an_active_admin_only(store, tmp_path: Path) -> None:
     result = export_project(store, "p1", tmp_path / "k", secret=SECRET, config=_config(keep_ids=True), actor="boss")
     assert result.manifest["ids"] == {"pseudonymised": False, "kept_by": "boss"}
     assert {d.id for d in read_jsonl(result.path / "corpus.jsonl")} == {d.id for d in notes}
+
+
+def test_leak_table_links_to_review_at_the_original_offset(tmp_path: Path) -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    from deid_core.ui.exporting import leak_rows
+
+    items = [
+        ExportItem(_doc(i, t, tags, {"patient_id": p, "db_id": n}), patient_key=p)
+        for n, (i, p, t, tags) in enumerate(CORPUS, start=7)
+    ]
+    with pytest.raises(LeakDetected) as info:
+        export_corpus(items, tmp_path / "out", config=_config(propagate=False), secret=SECRET)
+    rows = leak_rows(info.value.report, info.value.review_ids)
+    texts = {i: t for i, _, t, _ in CORPUS}
+    assert {(r["document"], texts[r["document"]][r["start"] : r["end"]]) for r in rows} == set(PLANTED)
+    c_row = next(r for r in rows if r["document"] == "c")
+    link = urlsplit(c_row["open"])
+    assert link.path == "review"
+    assert parse_qs(link.query) == {"doc": ["9"], "start": [str(c_row["start"])], "end": [str(c_row["end"])]}
+    assert not any("Quartermaine" in str(v) for r in rows for v in r.values())

@@ -461,6 +461,7 @@ def export_corpus(
         kept: list[DeidentifiedDocument] = []
         ids: dict[str, str] = {}
         propagated: list[tuple[str, int, int, str]] = []
+        review_ids: dict[str, Any] = {}  # leaking documents' ids in the store, for links to Review
         for k, item in enumerate(chosen):
             doc = item.doc
             spans = list(doc.spans)
@@ -481,7 +482,8 @@ def export_corpus(
             if not config.keep_ids:
                 new_id, meta = pseudonymise_meta(out_doc.meta, secret, doc.id)
                 out_doc = Document(new_id, out_doc.text, out_doc.spans, meta)
-            checker.check(doc, result, meta=out_doc.meta)
+            if checker.check(doc, result, meta=out_doc.meta) and "db_id" in doc.meta:
+                review_ids[doc.id] = doc.meta["db_id"]
             ids[doc.id] = out_doc.id
             spool.add(out_doc, [d.operator for d in result.decisions], result.offset_map.to_dict())
             tally.add(item, result)
@@ -497,11 +499,13 @@ def export_corpus(
         if not leak.ok and not config.allow_leaks:
             leak_path = target.parent / f"{target.name}.leak_report.json"
             atomic_write_text(leak_path, lambda fh: json.dump(leak.to_dict(), fh, indent=1))
-            raise LeakDetected(
+            exc = LeakDetected(
                 f"{len(leak.leaks)} original PHI string(s) found in the output of"
                 f" {len({h.doc_id for h in leak.leaks})} document(s); nothing exported."
                 f" Hits (document, offset, label) are in {leak_path}"
             )
+            exc.report, exc.review_ids = leak, review_ids
+            raise exc
         entry_list = [entries[key] for key in sorted(entries)]
         staged = getattr(mapping, "staged", None)
         if mapping is not None and staged is None:

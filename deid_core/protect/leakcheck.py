@@ -157,6 +157,9 @@ class LeakHit:
     where: Where
     fails: bool = True  # a leak (decides pass or fail)
     field: str = "text"  # "text" or "meta.<key>"
+    #: For a leak in the text: the same place in the original note (to open it in Review).
+    orig_start: int | None = None
+    orig_end: int | None = None
 
     @property
     def same_document(self) -> bool:
@@ -705,6 +708,13 @@ class LeakChecker:
         own = candidates_of(original, result, lang=self.lang, skipped=self.report.skipped)
         target = target_of(original, result, meta)
         hits = check_target(target, own, scope=self.scope, known=self.known, lang=self.lang)
+        if any(h.fails and h.field == "text" for h in hits):
+            back = result.offset_map.inverse()
+            hits = [
+                replace(h, orig_start=back.map(h.start, "start"), orig_end=back.map(h.end, "end"))
+                if h.fails and h.field == "text" else h
+                for h in hits
+            ]
         self.report.n_documents += 1
         self.report.n_candidates += len(own)
         self.report.add(hits)
