@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timezone
 
 import streamlit as st
 
 from deid_core.errors import DeidError, LeakDetected
-from deid_core.protect.export import FORMATS, ExportConfig, export_project
+from deid_core.protect.estimate import draw_audit_sample
+from deid_core.protect.export import FORMATS, ExportConfig, export_project, project_estimate
 from deid_core.protect.operators import OperatorConfig, OperatorSpec
 from deid_core.protect.surrogate_map_db import export_surrogate_mapping
 from deid_core.schemes import load_scheme
-from deid_core.store.repository import status_counts
-from deid_core.ui.exporting import data_dir, leak_rows, project_secret, zip_folder
+from deid_core.store.repository import status_counts, update_project_settings
+from deid_core.ui.exporting import data_dir, estimate_lines, leak_rows, project_secret, zip_folder
 from deid_core.ui.resources import guard
 
 ctx = guard("export")
@@ -21,6 +23,27 @@ st.title("Export")
 counts = status_counts(ctx.engine, project.name)
 st.caption(f"{counts['reviewed']} reviewed and {counts['new'] + counts['in_review']} unreviewed notes"
            f" in {project.name}.")
+
+with st.expander("PHI left by automatic de-identification (estimate)", expanded=False):
+    estimate = project_estimate(ctx.engine, project.name, project.settings)
+    for line in estimate_lines(estimate):
+        st.write(line)
+    st.caption("Missed PHI = characters in the reviewer's final spans that the model's prediction"
+               " (before review) did not cover. Reviewed notes chosen as least confident overstate"
+               " the rate; the audit sample (random unreviewed notes) does not.")
+    col_a, col_b = st.columns(2)
+    target = col_a.number_input("Target: missed PHI characters per 1,000 notes (upper bound)",
+                                min_value=0.0, value=float(project.settings.get("missed_phi_target") or 0.0),
+                                key="exp_target")
+    if col_a.button("Save target", key="exp_target_save"):
+        update_project_settings(ctx.engine, project.name, {"missed_phi_target": target},
+                                actor=ctx.user.username)
+        st.rerun()
+    n_audit = col_b.number_input("Audit sample size", min_value=1, value=50, step=10, key="exp_audit_n")
+    if col_b.button("Draw an audit sample for review", key="exp_audit_go"):
+        drawn = draw_audit_sample(ctx.engine, project.name, int(n_audit), seed=secrets.randbits(32),
+                                  actor=ctx.user.username)
+        st.success(f"{len(drawn)} random unreviewed notes queued for review (queue order 'audit').")
 
 MODES = {"surrogate": "Realistic surrogates (names, dates shifted per patient, ...)",
          "tag": "Tags such as \\[\\*\\*PATIENT\\*\\*\\]", "redact": "[REDACTED]"}

@@ -339,6 +339,7 @@ def build_manifest(
     actor: str | None,
     created_at: str,
     known_strings: int = 0,
+    estimate: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     labels, operators, statuses = tally.labels, tally.operators, tally.statuses
     return {
@@ -368,6 +369,7 @@ def build_manifest(
         "format_stats": format_stats,
         "leak_check": {k: v for k, v in leak.to_dict().items() if k != "hits"},
         "allow_leaks": config.allow_leaks,
+        "missed_phi_estimate": estimate,
         "propagation": {
             "enabled": config.propagate,
             "scope": config.leak_scope,
@@ -398,6 +400,7 @@ def export_corpus(
     audit: Callable[[dict[str, Any]], None] | None = None,
     unreviewed_not_loaded: int = 0,
     keep_documents: bool = False,
+    estimate: dict[str, Any] | None = None,
 ) -> ExportResult:
     """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
 
@@ -421,7 +424,8 @@ def export_corpus(
     that commits only once the folder is in place, so a failed export
     leaves no rows, and a ``MappingConflict`` stops it before the rename.
     ``keep_documents`` keeps the de-identified documents on the result (tests,
-    small exports).
+    small exports). ``estimate`` (the missed-PHI estimate, ``protect/estimate.py``)
+    goes into the manifest.
     """
     target = Path(out_dir)
     _check_target(target)
@@ -532,7 +536,7 @@ def export_corpus(
                 tally, config=config, secret=secret, scope=scope, leak=leak, files=files,
                 format_stats=format_stats, collisions=collisions, project=project, actor=actor,
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                known_strings=known.n_strings,
+                known_strings=known.n_strings, estimate=estimate,
             )
             atomic_write_text(stage / "manifest.json", lambda fh: json.dump(manifest, fh, indent=1, sort_keys=True))
             _check_target(target)
@@ -677,7 +681,7 @@ def export_project(
             items, out_dir, config=config, secret=secret, mapping=mapping,
             confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
             progress=progress, audit=audit, unreviewed_not_loaded=skipped,
-            keep_documents=keep_documents,
+            keep_documents=keep_documents, estimate=project_estimate(engine, project, info.settings),
         )
     except (LeakDetected, ExportRefused, MappingConflict, PermissionDenied) as exc:
         with write_session(engine) as s:
@@ -689,6 +693,21 @@ def export_project(
                        "keep_ids": config.keep_ids},
             )
         raise
+
+
+def project_estimate(engine: Any, project: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The missed-PHI estimate for the manifest: from all reviewed notes, and from the
+    audit sample alone, with the admin's target and the stopping rule's verdict."""
+    from deid_core.protect.estimate import estimate_project
+
+    target = settings.get("missed_phi_target")
+    out: dict[str, Any] = {"target_per_1000_notes": target, "unit": "missed PHI characters per 1,000 notes"}
+    for name, audit_only in (("reviewed", False), ("audit", True)):
+        est = estimate_project(engine, project, audit_only=audit_only)
+        out[name] = est.to_dict() if est.documents else None
+        if est.documents and target is not None:
+            out[name]["below_target"] = est.below(float(target))
+    return out
 
 
 def _check_admin(engine: Any, username: str) -> None:

@@ -81,3 +81,24 @@ def leak_rows(report: Any, review_ids: Mapping[str, Any]) -> list[dict[str, Any]
             if db_id is not None else None,
         })
     return rows
+
+
+def estimate_lines(estimate: Mapping[str, Any]) -> list[str]:
+    """Plain sentences for the Export page from ``protect.export.project_estimate``."""
+    lines = []
+    target = estimate.get("target_per_1000_notes")
+    for name, what in (("reviewed", "all reviewed notes"), ("audit", "the random audit sample")):
+        est = estimate.get(name)
+        if not est:
+            lines.append(f"From {what}: no reviewed note with a stored prediction yet.")
+            continue
+        verdict = ""
+        if target is not None:
+            verdict = (" Under the target: the stopping rule is met." if est.get("below_target")
+                       else " Not yet under the target: review more of the audit sample.")
+        lines.append(
+            f"From {what} ({est['documents']} notes): about {est['per_1000_notes']:.0f} PHI characters"
+            f" missed per 1,000 notes (95% interval {est['low']:.0f} to {est['high']:.0f});"
+            f" character recall {est['char_recall']:.4f}.{verdict}"
+        )
+    return lines
