@@ -307,7 +307,10 @@ def _handle_like(token: str, start: int, end: int) -> bool:
         i = start
         while i > 0 and token[i - 1].isalpha():
             i -= 1
-        if not camel and start - i > 2:
+        # An initial or two glued on ("zquartermaine", "j.smith2") makes a user name
+        # only in a token written like one: "Deanna" is not "anna" with an initial.
+        handle = token.islower() or any(c.isdigit() or c in "._@+" for c in token)
+        if not camel and (start - i > 2 or not handle):
             return False
     if end < len(token) and token[end].isalpha():
         return token[end].isupper() and token[end - 1].islower()

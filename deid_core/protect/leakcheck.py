@@ -366,9 +366,18 @@ class KnownPhi:
             info.patients.add(patient)
 
     def is_original_of(self, value: str, patient: str) -> bool:
-        """Whether ``value`` is a whole original of an identifying kind of ``patient``."""
-        info = self._info.get(" ".join(fold(value).split()))
-        return info is not None and info.whole and patient in info.patients
+        """Whether ``value`` is, or holds, a whole original of an identifying kind of
+        ``patient`` (the leak check's collision: the whole value, or a multi-word
+        original inside it)."""
+        key = " ".join(fold(value).split())
+        info = self._info.get(key)
+        if info is not None and info.whole and patient in info.patients:
+            return True
+        for m in self.index.find(value, embedded=False):
+            info = m.payloads[0]
+            if info.whole and patient in info.patients and " " in " ".join(fold(value[m.start : m.end]).split()):
+                return True
+        return False
 
     def digit_matches(self, text: str) -> Iterator[tuple[int, int, _Known]]:
         """Identifiers found by their digits, whatever the punctuation between them."""
