@@ -56,13 +56,19 @@ from deid_core.engine.gazetteers import (
 )
 from deid_core.engine.merge import merge_spans
 from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
-from deid_core.engine.propagate import propagate
+from deid_core.engine.propagate import (
+    find_spans,
+    known_index,
+    known_phi_items,
+    propagate,
+    select_new,
+)
 from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
 from deid_core.engine.tokenize import Token, Tokenized, tokenize
 from deid_core.errors import ModelError, RuleError
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
-from deid_core.spans import Document, Span
+from deid_core.spans import Document, Span, sort_spans
 
 log = logging.getLogger(__name__)
 
@@ -484,7 +490,17 @@ class DeidModel:
         )
 
     def predict(self, doc: Document, bias: float = 0.0) -> Prediction:
-        return self.decode(self.encode(doc), bias)
+        """Spans of ``doc`` at ``bias``; identifiers listed in ``doc.meta["known_phi"]``
+        (from the structured record) are found in every written variant and added
+        where nothing covers them, with the source ``known``."""
+        pred = self.decode(self.encode(doc), bias)
+        items = known_phi_items(doc.meta, doc_id=doc.id)
+        if items:
+            extra = known_index(items, self.scheme, lang=self.lang)
+            found = list(find_spans(doc.text, pred.spans, extra, self.scheme.name)) if extra else []
+            if found:
+                pred = replace(pred, spans=tuple(sort_spans([*pred.spans, *select_new(pred.spans, found)])))
+        return pred
 
     def predict_many(
         self,

@@ -310,7 +310,8 @@ def _handle_like(token: str, start: int, end: int) -> bool:
         # An initial or two glued on ("zquartermaine", "j.smith2") makes a user name
         # only in a token written like one: "Deanna" is not "anna" with an initial.
         handle = token.islower() or any(c.isdigit() or c in "._@+" for c in token)
-        if not camel and (start - i > 2 or not handle):
+        initials = token[i:start].isupper() and token[start].isupper()  # "ZQuartermaine", "JSmith"
+        if not camel and (start - i > 2 or not (handle or initials)):
             return False
     if end < len(token) and token[end].isalpha():
         return token[end].isupper() and token[end - 1].islower()
@@ -376,14 +377,17 @@ def propagate(
 
 
 def find_spans(text: str, spans: Sequence[Span], index: VariantIndex, scheme_name: str) -> Iterator[Span]:
-    """Candidate ``propagated`` spans for every match of ``index`` in ``text``."""
+    """Candidate spans for every match of ``index`` in ``text``; the payload is
+    ``(label, score)`` or ``(label, score, source)`` (default ``propagated``)."""
     kinds = _kind_labels(scheme_name)
     for m in index.find(text):
-        label, score = m.payloads[0][:2]
+        payload = m.payloads[0]
+        label, score = payload[:2]
+        source = payload[2] if len(payload) > 2 else SOURCE
         if m.embedded:
             email = "@" in text[m.start : m.end]
             label = kinds.get("email" if email else "username", label)
-        yield Span(m.start, m.end, label, SOURCE, float(score))
+        yield Span(m.start, m.end, label, source, float(score))
 
 
 def select_new(existing: Sequence[Span], found: Iterable[Span]) -> list[Span]:
@@ -396,3 +400,126 @@ def select_new(existing: Sequence[Span], found: Iterable[Span]) -> list[Span]:
         taken.append((span.start, span.end))
         chosen.append(span)
     return chosen
+
+
+# --------------------------------------------------------------------------- from the record
+
+KNOWN_SOURCE = "known"
+#: Known identifiers may also be dates (a date of birth), unlike propagated spans.
+KNOWN_CATEGORIES = PROPAGATE_CATEGORIES | {"DATE"}
+_MONTHS = {
+    "en": ["january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december"],
+    "es": ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto",
+           "septiembre", "octubre", "noviembre", "diciembre"],
+}
+
+
+def known_phi_items(meta: Mapping[str, Any], *, doc_id: str | None = None) -> list[tuple[str, str]]:
+    """``(label, value)`` pairs of ``meta["known_phi"]`` (a list of ``{label, value}``).
+
+    Raises ``CorpusFormatError`` naming the document and item for a bad shape;
+    the message never carries a value.
+    """
+    from deid_core.errors import CorpusFormatError
+
+    raw = meta.get("known_phi")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise CorpusFormatError("meta.known_phi must be a list of {label, value}", doc_id=doc_id)
+    out = []
+    for i, item in enumerate(raw):
+        if (
+            not isinstance(item, Mapping) or set(item) != {"label", "value"}
+            or not isinstance(item["label"], str) or not item["label"]
+            or not isinstance(item["value"], (str, int)) or not str(item["value"]).strip()
+        ):
+            raise CorpusFormatError(
+                f"meta.known_phi item {i} must be {{label, value}} with a non-empty label and value",
+                doc_id=doc_id,
+            )
+        out.append((item["label"], str(item["value"]).strip()))
+    return out
+
+
+def _parse_date(value: str, lang: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of an ISO date or a numeric date in the language's order."""
+    import datetime as _dt
+
+    formats = ["%Y-%m-%d", "%Y/%m/%d", "%d/%m/%Y", "%d-%m-%Y", "%d.%m.%Y"] if lang == "es" else [
+        "%Y-%m-%d", "%Y/%m/%d", "%m/%d/%Y", "%m-%d-%Y", "%m.%d.%Y"]
+    for fmt in formats:
+        try:
+            d = _dt.datetime.strptime(value.strip(), fmt).date()
+        except ValueError:
+            continue
+        return d.year, d.month, d.day
+    return None
+
+
+def date_variants(value: str, lang: str = "en") -> list[str]:
+    """Every written form of a date of birth, folded: numeric in both orders, with
+    and without zero padding, two- and four-digit years, ISO, and month names in
+    English and Spanish (full and abbreviated, ordinals, "de")."""
+    parsed = _parse_date(value, lang)
+    if parsed is None:
+        return [_squash(value)]
+    y, m, d = parsed
+    yy = f"{y % 100:02d}"
+    out = {_squash(value), f"{y}-{m:02d}-{d:02d}", f"{y}/{m:02d}/{d:02d}", f"{y}{m:02d}{d:02d}"}
+    for a, b in ((m, d), (d, m)):
+        for fa, fb in ((str(a), str(b)), (f"{a:02d}", f"{b:02d}")):
+            for year in (str(y), yy):
+                for sep in "/-.":
+                    out.add(f"{fa}{sep}{fb}{sep}{year}")
+    suffix = "th" if 11 <= d <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(d % 10, "th")
+    for names in _MONTHS.values():
+        full = names[m - 1]
+        for month in {full, full[:3], full[:3] + "."}:
+            out |= {
+                f"{month} {d}, {y}", f"{month} {d} {y}", f"{month} {d}{suffix}, {y}", f"{month} {d}{suffix} {y}",
+                f"{d} {month} {y}", f"{d:02d} {month} {y}", f"{d}-{month}-{y}", f"{d:02d}-{month}-{y}",
+                f"{d} de {month} de {y}", f"{d} de {month} del {y}",
+            }
+    return sorted(out)
+
+
+def known_variants(value: str, label: str, category: str, *, lang: str = "en") -> list[Variant]:
+    """What to search for an identifier from the record: propagation's variants, plus
+    initials with the surname for names and every written form of a date."""
+    if category not in KNOWN_CATEGORIES:
+        return []
+    if category == "DATE":
+        return [Variant(v, label, category, False, False) for v in date_variants(value, lang)]
+    out = {v.text: v for v in variants(value, label, category, lang=lang)}
+    if category == "NAME":
+        parts = name_parts(value, lang)
+        if len(parts) >= 2:
+            given, last = [fold(p) for p in parts[:-1]], fold(parts[-1])
+            initials = [g[0] for g in given]
+            first = initials[0]
+            for form in (
+                f"{first}. {last}", f"{first} {last}", f"{last}, {first}.", f"{last}, {first}", f"{last} {first}",
+                f"{'. '.join(initials)}. {last}", f"{''.join(initials)} {last}",
+                f"{given[0]} {''.join(i + '. ' for i in initials[1:])}{last}".replace("  ", " "),
+            ):
+                form = " ".join(form.split())
+                out.setdefault(form, Variant(form, label, category, True, False))
+    return list(out.values())
+
+
+def known_index(
+    items: Sequence[tuple[str, str]], scheme: LabelScheme, *, lang: str = "en"
+) -> VariantIndex | None:
+    """An index of the record's identifiers (spans it finds get the source ``known``);
+    labels the scheme does not know are skipped."""
+    categories = {i.name: i.category for i in scheme.labels}
+    index = VariantIndex()
+    for label, value in items:
+        category = categories.get(label)
+        if category is None:
+            continue
+        for v in known_variants(value, label, category, lang=lang):
+            index.add(v, (label, 1.0, KNOWN_SOURCE))
+    return index or None

@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 from deid_core.corpus import atomic_write_text, document_from_dict, document_to_dict, write_jsonl
 from deid_core.engine.propagate import SOURCE as PROPAGATED
-from deid_core.engine.propagate import select_new
+from deid_core.engine.propagate import known_phi_items, select_new
 from deid_core.errors import (
     CorpusFormatError,
     DeidError,
@@ -448,7 +448,7 @@ def export_corpus(
                 (sp.label, item.doc.text[sp.start : sp.end])
                 for sp in item.doc.spans
                 if ops.operator_for(sp.label).kind != "keep"
-            ]
+            ] + known_phi_items(item.doc.meta, doc_id=item.doc.id)
             for cand in make_candidates(item.doc.id, values, lang=ops.lang, skipped={}):
                 known.add(cand, patient)
             if k % 200 == 0:
@@ -565,6 +565,7 @@ def _propagated(
     if scope == "document":  # only the note's own strings
         index = KnownPhi(ops.lang)
         values = [(s.label, doc.text[s.start : s.end]) for s in spans if ops.operator_for(s.label).kind != "keep"]
+        values += known_phi_items(doc.meta, doc_id=doc.id)
         for cand in make_candidates(doc.id, values, lang=ops.lang, skipped={}):
             index.add(cand, patient)
     found = [

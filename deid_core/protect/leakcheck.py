@@ -80,7 +80,13 @@ from typing import Any, Literal
 
 import yaml
 
-from deid_core.engine.propagate import VariantIndex, fold, fold_with_offsets, variants
+from deid_core.engine.propagate import (
+    VariantIndex,
+    fold,
+    fold_with_offsets,
+    known_phi_items,
+    variants,
+)
 from deid_core.protect.dateshift import date_precision
 from deid_core.protect.surrogate_map import normalise
 from deid_core.protect.surrogates import IDENTIFYING_KINDS, is_generic_place, label_kinds
@@ -672,6 +678,8 @@ def candidates_of(original: Any, result: Any, *, lang: str, skipped: dict[str, i
         for d in result.decisions
         if d.status != "kept"
     ]
+    # The record's identifiers (meta.known_phi) must not survive either.
+    items += known_phi_items(getattr(original, "meta", {}) or {}, doc_id=original.id)
     return make_candidates(original.id, items, lang=lang, skipped=skipped)
 
 

@@ -284,7 +284,8 @@ def deidentify_document(
     )
     if mapping is not None and entries:
         mapping.record(entries)
-    meta: dict[str, Any] = {k: doc.meta[k] for k in ops.keep_meta if k in doc.meta}
+    # Identifiers from the record (meta.known_phi) never leave, whatever keep_meta says.
+    meta: dict[str, Any] = {k: doc.meta[k] for k in ops.keep_meta if k in doc.meta and k != "known_phi"}
     meta["original_id"] = doc.id
     meta["patient_key"] = patient_key
     meta["deidentified"] = True

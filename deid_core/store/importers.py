@@ -8,7 +8,7 @@ file, line and offset) rolls back everything the batch had written.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -70,6 +70,7 @@ def read_documents(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
+    known_columns: Mapping[str, str] | None = None,
 ) -> Iterator[Document]:
     """Stream documents from every path in the given format (errors name file, line, offset)."""
     if fmt not in FORMATS:
@@ -82,7 +83,8 @@ def read_documents(
             yield from iter_txt(p)
         elif fmt == "csv":
             yield from read_csv(p, text_column=text_column, id_column=id_column,
-                                patient_column=patient_column, delimiter=delimiter)
+                                patient_column=patient_column, delimiter=delimiter,
+                                known_columns=known_columns)
         elif fmt == "brat":
             yield from read_brat_dir(p)
         else:
@@ -100,6 +102,7 @@ def import_paths(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
+    known_columns: Mapping[str, str] | None = None,
     actor: str = "system",
     progress: Progress | None = None,
 ) -> ImportResult:
@@ -117,7 +120,7 @@ def import_paths(
         )
     ps = [Path(p) for p in paths]
     docs = read_documents(fmt, ps, text_column=text_column, id_column=id_column,
-                          patient_column=patient_column, delimiter=delimiter)
+                          patient_column=patient_column, delimiter=delimiter, known_columns=known_columns)
     return import_documents(
         engine, project, docs, annotations=annotations, fmt=fmt,
         source=", ".join(str(p) for p in ps), actor=actor, progress=progress,

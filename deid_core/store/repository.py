@@ -27,6 +27,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from deid_core.engine.propagate import known_phi_items
 from deid_core.errors import (
     AlreadyExists,
     CorpusFormatError,
@@ -409,6 +410,9 @@ def import_documents(
             rows: list[dict[str, Any]] = []
             kept: list[Document] = []
             for doc, digest in zip(chunk, hashes):
+                # Identifiers from the record (issue 14) are stored with the note, like its
+                # text; a malformed list stops the batch here, naming the note only.
+                known_phi_items(doc.meta, doc_id=doc.id)
                 first = existing_sha.get(digest) or batch_sha.get(digest)
                 if first is not None:
                     duplicates.append(DuplicateNote(doc.id, first))
