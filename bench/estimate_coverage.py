@@ -10,6 +10,7 @@ the estimate with its 95% bootstrap interval (``protect/estimate.py``); the
 bench counts how often the interval covers the true rate.
 
     .venv/bin/python bench/estimate_coverage.py [--population 5000 --sample 200 --repeats 100]
+        [--miss-scale 0.1]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from deid_core.synthetic import iter_notes
 MISS = {"name": 0.04, "id": 0.03, "phone": 0.03, "email": 0.03, "date": 0.02}
 
 
-def simulate(population: int, seed: int) -> tuple[np.ndarray, int]:
+def simulate(population: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, int]:
     rng = np.random.default_rng(seed)
     kinds = label_kinds("i2b2_2014")
     missed, phi = [], 0
@@ -37,9 +38,9 @@ def simulate(population: int, seed: int) -> tuple[np.ndarray, int]:
         predicted = []
         for s in doc.spans:
             phi += len(s)
-            if rng.random() < MISS.get(kinds.get(s.label, "other"), 0.01):
+            if rng.random() < scale * MISS.get(kinds.get(s.label, "other"), 0.01):
                 continue
-            if len(s) > 4 and rng.random() < 0.05:
+            if len(s) > 4 and rng.random() < scale * 0.05:
                 s = Span(s.start, s.end - int(rng.integers(1, 4)), s.label)
             predicted.append(s)
         missed.append(missed_chars(predicted, doc.spans))
@@ -52,9 +53,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--miss-scale", type=float, default=1.0,
+                    help="multiply every miss probability (0.1: a model that misses ten times less)")
     args = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    missed, phi = simulate(args.population, args.seed)
+    missed, phi = simulate(args.population, args.seed, args.miss_scale)
     true_rate = float(missed.mean()) * 1000
     rng = np.random.default_rng(args.seed + 1)
     covered, widths, uppers_below_true = 0, [], 0
@@ -66,6 +69,7 @@ def main() -> None:
         widths.append(est.high - est.low)
     print(json.dumps({
         "population": args.population, "sample": args.sample, "repeats": args.repeats,
+        "miss_scale": args.miss_scale,
         "true_missed_per_1000_notes": round(true_rate, 1),
         "notes_with_a_miss": round(float((missed > 0).mean()), 3),
         "true_char_recall": round(1 - missed.sum() / phi, 4),

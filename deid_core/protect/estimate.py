@@ -4,9 +4,10 @@ An IRB asks what fraction of PHI an unreviewed export still holds. Reviewed
 notes answer it: each keeps the model's prediction as it was before review and
 the reviewer's final spans, so the PHI characters the model missed are known
 there. Their mean, per 1,000 notes, estimates the missed-PHI rate of the same
-model at the same bias on the notes nobody reviewed, with a 95% percentile
-bootstrap interval over documents (documents, not characters, are the
-independent units: misses cluster in notes).
+model at the same bias on the notes nobody reviewed, with a 95% bootstrap
+interval over documents (documents, not characters, are the independent
+units: misses cluster in notes), bias-corrected and accelerated (BCa), because
+misses are rare and lumpy and a plain percentile interval is too optimistic.
 
 The estimate is only as good as the sample: notes reviewed because the model
 was least confident are harder than the rest, so their rate overstates the
@@ -77,20 +78,46 @@ def estimate_missed(
     seed: int = 0,
     sample: str = "reviewed",
 ) -> MissedEstimate:
-    """The mean of ``per_document`` missed characters x 1,000, with a percentile
-    bootstrap interval (resampling documents with replacement)."""
+    """The mean of ``per_document`` missed characters x 1,000, with a BCa bootstrap
+    interval (resampling documents with replacement)."""
     x = np.asarray(per_document, dtype=float)
     n = len(x)
     if n == 0:
         return MissedEstimate(0.0, 0.0, float("inf"), level, 0, 0, phi_chars, n_boot, sample)
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
+    low, high = _bca(x, means, level)
     return MissedEstimate(
         round(float(x.mean()) * 1000, 3), round(float(low) * 1000, 3), round(float(high) * 1000, 3),
         level, n, int(x.sum()), phi_chars, n_boot, sample,
     )
+
+
+def _bca(x: np.ndarray, means: np.ndarray, level: float) -> tuple[float, float]:
+    """Bias-corrected and accelerated bootstrap interval of the mean (Efron 1987).
+
+    Misses are rare and lumpy (most notes miss nothing, a few miss a whole
+    name), so the plain percentile interval's upper bound falls below the truth
+    too often; BCa's acceleration (from the jackknife) corrects for that skew.
+    """
+    from scipy.stats import norm
+
+    n = len(x)
+    alpha = (1 - level) / 2
+    if n < 2 or np.all(x == x[0]):
+        return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    est = x.mean()
+    prop = np.clip(np.mean(means < est), 1 / (len(means) + 1), 1 - 1 / (len(means) + 1))
+    z0 = norm.ppf(prop)
+    jack = (x.sum() - x) / (n - 1)
+    d = jack.mean() - jack
+    denom = 6 * (d**2).sum() ** 1.5
+    a = (d**3).sum() / denom if denom else 0.0
+    out = []
+    for z in (norm.ppf(alpha), norm.ppf(1 - alpha)):
+        q = norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+        out.append(float(np.quantile(means, q)))
+    return out[0], out[1]
 
 
 # --------------------------------------------------------------------------- from the store
