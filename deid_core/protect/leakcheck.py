@@ -727,9 +727,10 @@ class LeakChecker:
         hits = check_target(target, own, scope=self.scope, known=self.known, lang=self.lang)
         if any(h.fails and h.field == "text" for h in hits):
             back = result.offset_map.inverse()
+            n = back.src_length  # a text longer than its map (edited after de-identification) maps no further
             hits = [
                 replace(h, orig_start=back.map(h.start, "start"), orig_end=back.map(h.end, "end"))
-                if h.fails and h.field == "text" else h
+                if h.fails and h.field == "text" and h.end <= n else h
                 for h in hits
             ]
         self.report.n_documents += 1
