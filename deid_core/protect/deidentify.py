@@ -17,6 +17,7 @@ from typing import Any
 from deid_core.corpus import document_to_dict
 from deid_core.engine.model import DeidModel
 from deid_core.engine.propagate import SOURCE as PROPAGATED
+from deid_core.engine.propagate import propagate
 from deid_core.protect.leakcheck import LeakChecker, LeakReport
 from deid_core.protect.operators import (
     DeidentifiedDocument,
@@ -91,9 +92,14 @@ class Deidentifier:
 
     def deidentify(self, doc: Document, *, patient_key: str | None) -> DeidentifiedDocument:
         pred = self.model.predict(doc, bias=self.bias)
+        spans = pred.spans
+        if self.model.propagate:
+            # Whatever is masked once is masked everywhere in the note: the leak check
+            # searches every replaced string, confident or not, so propagate them all.
+            spans = tuple(propagate(doc.text, spans, self.model.scheme, lang=self.model.lang, min_score=0.0))
         return deidentify_document(
             doc,
-            pred.spans,
+            spans,
             config=self.operators,
             secret=self.secret,
             patient_key=patient_key,
