@@ -96,6 +96,9 @@ def _one(text: str, value: str, label: str = "PATIENT", regions: tuple[Region, .
         ("pt jo walker", "Jo Walker", "PATIENT", [(3, 12, "case-insensitive")]),
         ("id abc-xyz", "ABC-XYZ", "IDNUM", [(3, 10, "case-insensitive")]),
         ("(Smith)", " Smith,", "PATIENT", [(1, 6, "exact")]),
+        ("DOB: 02/27/1938", "22719", "ZIP", []),  # a zip's digits inside a date mean nothing
+        ("CABG x3 (2013)", "32013 Gonzalez Trail", "STREET", []),  # nor a house number's in a year
+        ("call 555 12 34", "555-1234", "PHONE", [(5, 14, "digits")]),
     ],
 )
 def test_matching_table(text: str, value: str, label: str, expected: list[tuple[int, int, str]]) -> None:

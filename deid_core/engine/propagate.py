@@ -310,7 +310,8 @@ def _handle_like(token: str, start: int, end: int) -> bool:
         # An initial or two glued on ("zquartermaine", "j.smith2") makes a user name
         # only in a token written like one: "Deanna" is not "anna" with an initial.
         handle = token.islower() or any(c.isdigit() or c in "._@+" for c in token)
-        initials = token[i:start].isupper() and token[start].isupper()  # "ZQuartermaine", "JSmith"
+        # "ZQuartermaine", "JSmith"; not an all-capitals word ("MCKNIGHT" is not "KNIGHT").
+        initials = token[i:start].isupper() and token[start].isupper() and not token[start:end].isupper()
         if not camel and (start - i > 2 or not (handle or initials)):
             return False
     if end < len(token) and token[end].isalpha():

@@ -305,7 +305,9 @@ def make_candidates(
         if reason is not None:
             counts[reason] = counts.get(reason, 0) + 1
             continue
-        out.append(LeakCandidate(doc_id, label, core, kind not in ("date", "age"), kind))
+        # Dates, ages and street addresses are not searched by digits: their digit
+        # runs are short or common ("(2013)" holds the house number 32013's digits).
+        out.append(LeakCandidate(doc_id, label, core, kind not in ("date", "age", "street"), kind))
     return out
 
 
@@ -501,6 +503,8 @@ def _search_own(target: LeakTarget, text: str, fld: str, index: _Index) -> list[
             add(start, end, cand, match)
     if index.by_digits:
         for run in _NUMERIC_RUN.finditer(text):
+            if ":" in run.group(0) or _DATE_START.match(run.group(0)):
+                continue  # an id's digits inside "02/27/1938" or "16:45" mean nothing
             positions = [run.start() + i for i, c in enumerate(run.group(0)) if c.isdigit()]
             digits = "".join(text[p] for p in positions)
             for length, table in index.by_digits.items():
