@@ -1,81 +1,93 @@
-"""De-identification and export speed, leak-check outcome and date-parse coverage: one JSON object.
+"""Export speed and memory at scale, with the leak check and propagation: one JSON object.
 
-For the synthetic English corpus (``--n`` notes) and MEDDOCAN dev (Spanish,
-gold spans as the reviewed layer), in surrogate mode:
+Writes ``--n`` synthetic English notes (gold spans as the reviewed layer) to a
+temporary JSONL file, then exports them with ``export_corpus`` reading that file
+on each pass, so the corpus itself is never held in memory: what is measured is
+the export's own memory (the set of PHI strings, the mapping entries, the ids).
+Surrogate mode, leak scope ``corpus`` (the default) unless ``--scope``.
 
-- ``deid_docs_per_s``: ``deidentify_document`` throughput (single process);
-- ``leakcheck_s``: leak check of the whole corpus (document scope), and its
-  outcome (``leaks``, ``cross_document`` with ``--corpus-scope``);
-- ``fallback_share``: share of spans whose surrogate could not be made (mostly
-  dates that do not parse) and were tagged instead, by label;
-- ``export_all_formats_s``: a full ``export_corpus`` with every format.
+Prints wall and CPU seconds per phase (gathering PHI strings, de-identifying +
+masking + leak-checking, writing the formats), documents per second, peak RSS
+of the process, the number of known strings, propagated spans and leaks.
+With ``--meddocan PATH`` it also exports MEDDOCAN dev (Spanish) the same way.
 
-    .venv/bin/python bench/export_speed.py [--n 1000] [--meddocan ../shared/data/meddocan/dev.jsonl]
+    .venv/bin/python bench/export_speed.py --n 10000 [--scope corpus] [--formats jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 import time
-from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
-from deid_core.corpus import read_jsonl
-from deid_core.protect.export import FORMATS, ExportConfig, ExportItem, export_corpus
-from deid_core.protect.leakcheck import check_deidentified
-from deid_core.protect.operators import OperatorConfig, deidentify_document
-from deid_core.spans import Document
-from deid_core.synthetic import generate_notes
+from deid_core.corpus import iter_jsonl, write_jsonl
+from deid_core.protect.export import ExportConfig, ExportItem, export_corpus
+from deid_core.protect.operators import OperatorConfig
+from deid_core.synthetic import iter_notes
 
 SECRET = b"bench-secret-0123456789abcdef"
 
 
-def run(name: str, docs: list[Document], lang: str, scheme: str, scope: str) -> dict[str, object]:
-    config = OperatorConfig(lang=lang, scheme=scheme)
-    gen = config.generator(SECRET)
-    t0 = time.perf_counter()
-    results = [
-        deidentify_document(
-            d, d.spans, config=config, secret=SECRET,
-            patient_key=d.meta.get("patient_id"), generator=gen,
-        )
-        for d in docs
-    ]
-    deid_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    report = check_deidentified(list(zip(docs, results)), lang=lang, scope=scope)  # type: ignore[arg-type]
-    leak_s = time.perf_counter() - t0
-    spans = Counter(d.original.label for r in results for d in r.decisions)
-    fallback = Counter(d.original.label for r in results for d in r.decisions if d.operator == "tag")
+class JsonlItems:
+    """Export items read from a JSONL file on every pass (nothing kept in memory)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[ExportItem]:
+        for doc in iter_jsonl(self.path):
+            yield ExportItem(doc, patient_key=doc.meta.get("patient_id"), reviewers=("bench",))
+
+
+def _rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run(name: str, path: Path, lang: str, scheme: str, scope: str, formats: tuple[str, ...]) -> dict[str, object]:
+    phases: list[tuple[str, float, float]] = []
+
+    def progress(message: str, _fraction: float) -> None:
+        if not phases or phases[-1][0] != message:
+            phases.append((message, time.perf_counter(), time.process_time()))
+
+    config = ExportConfig(
+        OperatorConfig(lang=lang, scheme=scheme), formats, leak_scope=scope, allow_leaks=True,  # type: ignore[arg-type]
+    )
+    rss_before = _rss_mb()
     with tempfile.TemporaryDirectory() as tmp:
-        items = [ExportItem(d, patient_key=d.meta.get("patient_id")) for d in docs]
-        t0 = time.perf_counter()
-        export_corpus(
-            items, Path(tmp) / "out",
-            config=ExportConfig(config, FORMATS, allow_leaks=True, leak_scope=scope),  # type: ignore[arg-type]
-            secret=SECRET,
-        )
-        export_s = time.perf_counter() - t0
-    summary = report.to_dict()
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = export_corpus(JsonlItems(path), Path(tmp) / "out", config=config, secret=SECRET, progress=progress)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    phases.append(("end", t0 + wall, c0 + cpu))
+    timing = {
+        msg: {"wall_s": round(phases[i + 1][1] - t, 2), "cpu_s": round(phases[i + 1][2] - c, 2)}
+        for i, (msg, t, c) in enumerate(phases[:-1])
+        if msg != "done"
+    }
+    m = result.manifest
     return {
         "corpus": name,
-        "documents": len(docs),
-        "spans": sum(spans.values()),
-        "deid_s": round(deid_s, 3),
-        "deid_docs_per_s": round(len(docs) / deid_s, 1),
-        "leakcheck_s": round(leak_s, 3),
-        "leak_candidates": summary["candidates"],
-        "leak_skipped": summary["skipped"],
-        "leaks": summary["leaks"],
-        "cross_document": summary["cross_document"],
-        "possible_common_nouns": summary["possible_common_nouns"],
-        "coincidences_in_surrogates": summary["coincidences_in_surrogates"],
-        "fallback_share": round(sum(fallback.values()) / max(1, sum(spans.values())), 4),
-        "fallback_by_label": dict(fallback.most_common()),
-        "export_all_formats_s": round(export_s, 2),
+        "documents": m["documents"],
+        "spans": m["spans"],
+        "scope": scope,
+        "formats": list(formats),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "docs_per_cpu_s": round(m["documents"] / cpu, 1) if cpu else None,
+        "phases": timing,
+        "known_strings": m["propagation"]["known_strings"],
+        "propagated_spans": sum(m["propagation"]["spans_per_label"].values()),
+        "leaks": m["leak_check"]["leaks"],
+        "leaks_by_match": m["leak_check"]["leaks_by_match"],
+        "coincidences_in_surrogates": m["leak_check"]["coincidences_in_surrogates"],
+        "possible_common_nouns": m["leak_check"]["possible_common_nouns"],
+        "peak_rss_mb_before": rss_before,
+        "peak_rss_mb_after": _rss_mb(),
     }
 
 
@@ -83,17 +95,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--meddocan", default=str(Path(__file__).resolve().parents[2] / "shared/data/meddocan/dev.jsonl"))
-    ap.add_argument("--corpus-scope", action="store_true", help="also search other documents")
+    ap.add_argument("--scope", choices=("document", "patient", "corpus"), default="corpus")
+    ap.add_argument("--formats", default="jsonl", help="comma-separated export formats")
+    ap.add_argument("--meddocan", default=None, help="also export this MEDDOCAN JSONL (e.g. dev.jsonl)")
     args = ap.parse_args()
-    scope = "corpus" if args.corpus_scope else "document"
-    out: dict[str, object] = {"scope": scope, "runs": []}
-    runs: list[dict[str, object]] = []
-    runs.append(run("synthetic_en", generate_notes(args.n, seed=args.seed), "en", "i2b2_2014", scope))
-    if Path(args.meddocan).exists():
-        runs.append(run("meddocan_dev", read_jsonl(args.meddocan), "es", "meddocan", scope))
+    formats = tuple(f for f in args.formats.split(",") if f)
+    out: dict[str, object] = {"load_average": os.getloadavg()}
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "notes.jsonl"
+        t0 = time.perf_counter()
+        write_jsonl(path, iter_notes(args.n, seed=args.seed))
+        out["generate_s"] = round(time.perf_counter() - t0, 1)
+        out["input_mb"] = round(path.stat().st_size / 1e6, 1)
+        runs.append(run(f"synthetic_en_{args.n}", path, "en", "i2b2_2014", args.scope, formats))
+    if args.meddocan and Path(args.meddocan).exists():
+        runs.append(run("meddocan", Path(args.meddocan), "es", "meddocan", args.scope, formats))
     out["runs"] = runs
-    out["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["load_average_end"] = os.getloadavg()
     print(json.dumps(out))
 
 

@@ -158,6 +158,10 @@ class LeakDetected(DeidError):
     documents, offsets and labels, never the strings."""
 
     code = "E_LEAK"
+    #: The leak report (``protect.leakcheck.LeakReport``) and, for notes from the
+    #: store, their ids there (to open them in Review); set by the export.
+    report: object = None
+    review_ids: dict[str, int] = {}  # noqa: RUF012 - replaced per instance, never mutated
 
 
 class ExportRefused(DeidError):

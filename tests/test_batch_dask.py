@@ -20,6 +20,7 @@ from deid_core.protect.batch import (
 )
 from deid_core.protect.deidentify import Deidentifier
 from deid_core.protect.operators import patient_key_from_meta
+from deid_core.protect.surrogate_map import pseudonym
 from deid_core.synthetic import generate_notes
 
 SECRET = bytes.fromhex("00112233445566778899aabbccddeeff" * 2)
@@ -65,14 +66,14 @@ def settings(model_dir: str, out: Path, fmt: str = "jsonl", **kw) -> BatchSettin
 def single_process(model_dir: str, docs) -> tuple[list[str], set[str]]:
     """Records of the single-process path, and the ids its leak check would stop."""
     proc = Deidentifier.from_model_dir(model_dir, mode="surrogate", secret=SECRET)
-    lines, leaking = [], set()
-    for doc in sorted(docs, key=lambda d: d.id):
-        result = proc.deidentify(doc, patient_key=patient_key_from_meta(doc, "meta.patient_id"))
-        if not proc.leak_check(doc, result).ok:
+    records, leaking = [], set()
+    for doc in docs:
+        outcome = proc.process(doc, patient_key=patient_key_from_meta(doc, "meta.patient_id"))
+        if outcome.record is None:
             leaking.add(doc.id)
             continue
-        lines.append(json.dumps(proc.to_record(result), ensure_ascii=False))
-    return lines, leaking
+        records.append(outcome.record)
+    return [json.dumps(r, ensure_ascii=False) for r in sorted(records, key=lambda r: r["id"])], leaking
 
 
 def rejected_ids(out: Path) -> dict[str, str]:
@@ -108,9 +109,10 @@ def test_dask_output_identical_to_single_process(model_dir, corpus, tmp_path):
     got = [json.dumps(r, ensure_ascii=False) for r in read_output(out)]
     assert got == expected and len(got) >= len(docs) // 2
     for record in read_output(out):
-        original = next(d for d in docs if d.id == record["id"])
+        # Ids are HMAC pseudonyms by default (issue 14).
+        original = next(d for d in docs if pseudonym(SECRET, "document", d.id) == record["id"])
         assert record["text"] != original.text  # something was replaced
-        assert record["meta"]["original_id"] == original.id
+        assert record["meta"]["original_id"] == record["id"]
 
 
 def test_parquet_output_and_consistency_across_partitions(model_dir, corpus, tmp_path, scheduler):
@@ -196,6 +198,7 @@ def test_csv_and_parquet_inputs(model_dir, tmp_path, scheduler):
 
 
 def test_deidentify_command_with_dask_engine(model_dir, corpus, tmp_path, scheduler, capsys):
+    """Both engines of the command: the same records, the same rejects, the same exit code."""
     from deid_core.cli import main
 
     path, docs = corpus
@@ -205,12 +208,32 @@ def test_deidentify_command_with_dask_engine(model_dir, corpus, tmp_path, schedu
     argv = ["deidentify", "--engine", "dask", "--scheduler", scheduler, "--model", model_dir,
             "--input", str(path), "--output", str(out), "--mode", "surrogate",
             "--secret-file", str(secret), "--partition-size", "9"]
-    assert main(argv) == 0
-    summary = json.loads(capsys.readouterr().out)
     expected, leaking = single_process(model_dir, docs)
+    rc = 4 if leaking else 0  # rejects give a distinct exit code (issue 14)
+    assert leaking, "the tiny model should miss something, or this test compares nothing"
+    assert main(argv) == rc
+    summary = json.loads(capsys.readouterr().out)
     assert summary["documents"] == len(expected) and summary["rejected"] == len(leaking)
     assert [json.dumps(r, ensure_ascii=False) for r in read_output(out)] == expected
+    # The single-process engine: same records (in input order), same rejects.
+    local = tmp_path / "local.jsonl"
+    argv_local = ["deidentify", "--model", model_dir, "--input", str(path), "--output", str(local),
+                  "--mode", "surrogate", "--secret-file", str(secret), "--partition-size", "9"]
+    assert main(argv_local) == rc
+    local_summary = json.loads(capsys.readouterr().out)
+    assert local_summary["documents"] == summary["documents"] and local_summary["rejected"] == summary["rejected"]
+    records = sorted((json.loads(line) for line in local.read_text("utf-8").splitlines()), key=lambda r: r["id"])
+    assert [json.dumps(r, ensure_ascii=False) for r in records] == expected
+
+    def rejects(files):
+        rows = [json.loads(line) for f in files for line in f.read_text("utf-8").splitlines()]
+        return sorted(rows, key=lambda r: r["record"])
+
+    dask_rejects = rejects(sorted((out / "rejects").glob("*.jsonl")))
+    local_rejects = rejects([Path(f"{local}.rejects.jsonl")])
+    assert dask_rejects == local_rejects and {r["record"] for r in local_rejects} == leaking
+    assert all(r["hits"] and r["reason"].startswith("leak check:") for r in local_rejects)
     # Rerun: every partition is already done.
-    assert main(argv) == 0
+    assert main(argv) == rc
     again = json.loads(capsys.readouterr().out)
     assert again["partitions_skipped"] == again["partitions"] == 4

@@ -12,6 +12,7 @@ from deid_core.cli.export import read_secret
 from deid_core.corpus import read_jsonl, write_jsonl
 from deid_core.engine.model import DeidModel, TrainConfig, train_model
 from deid_core.protect.export import verify_manifest
+from deid_core.protect.surrogate_map import pseudonym
 from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 
@@ -35,7 +36,7 @@ def corpus(notes: list[Document], tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def perfect_model(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+def perfect_model(monkeypatch: pytest.MonkeyPatch, notes: list[Document]) -> list[float]:
     """The real model, with its spans replaced by the input's gold spans.
 
     These tests are about the command, not about model quality: a model that
@@ -45,11 +46,13 @@ def perfect_model(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """
     real_predict = DeidModel.predict
     biases: list[float] = []
+    # deidentify reads notes without their spans (as the Dask path does): look the gold up.
+    gold = {d.id: d.spans for d in notes}
 
     def predict(self, doc, bias=0.0):  # type: ignore[no-untyped-def]
         biases.append(bias)
         pred = real_predict(self, doc, bias)
-        spans = tuple(Span(s.start, s.end, s.label, f"crf:{self.version}", s.score) for s in doc.spans)
+        spans = tuple(Span(s.start, s.end, s.label, f"crf:{self.version}", s.score) for s in gold[doc.id])
         return dataclasses.replace(pred, spans=spans)
 
     monkeypatch.setattr(DeidModel, "predict", predict)
@@ -73,13 +76,16 @@ def test_deidentify_writes_shared_jsonl_without_original_text(
     rc = main(argv)
     assert rc == 0, capsys.readouterr().err
     assert set(perfect_model) == {0.5}
-    originals = {d.id: d for d in read_jsonl(corpus)}
+    secret = read_secret(fixed if mode == "surrogate" else Path(f"{out}.secret"))
+    # Ids and patient keys are HMAC pseudonyms by default (issue 14).
+    originals = {pseudonym(secret, "document", d.id): d for d in read_jsonl(corpus)}
     result = read_jsonl(out)
     assert [d.id for d in result] == list(originals)
     version = DeidModel.load(model_dir).version
     for doc in result:
         orig = originals[doc.id]
-        assert doc.meta["original_id"] == orig.id and doc.meta["patient_key"] == orig.meta["patient_id"]
+        assert doc.meta["original_id"] == doc.id
+        assert doc.meta["patient_key"] == pseudonym(secret, "patient", orig.meta["patient_id"])
         assert doc.meta["model_version"] == version and doc.meta["bias"] == 0.5
         assert [s.label for s in doc.spans] == [s.label for s in orig.spans]
         assert all(s.source == f"crf:{version}" for s in doc.spans)
@@ -87,8 +93,7 @@ def test_deidentify_writes_shared_jsonl_without_original_text(
             value = orig.text[span.start : span.end]
             if span.label in ("PATIENT", "MEDICALRECORD", "PHONE") and len(value) > 4:
                 assert value not in doc.text
-    report = json.loads(Path(f"{out}.leak_report.json").read_text())
-    assert report["ok"] is True and report["documents"] == len(originals)
+    assert Path(f"{out}.rejects.jsonl").read_text() == ""
     if mode != "surrogate":
         secret = Path(f"{out}.secret")
         assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(read_secret(secret)) == 32
@@ -128,14 +133,21 @@ def test_deidentify_stops_on_a_leak(
     monkeypatch.setattr(DeidModel, "predict", forgetful)
     out = tmp_path / "leaky.jsonl"
     rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out), "--mode", "tag"])
-    err = capsys.readouterr().err
-    assert rc == 3 and not out.exists()
-    assert "leak: document" in err and ("PATIENT" in err or "DOCTOR" in err)
-    report = json.loads(Path(f"{out}.leak_report.json").read_text())
-    assert report["leaks"] >= 1
+    captured = capsys.readouterr()
+    # Like the Dask path (issue 14): clean notes written, leaking ones to rejects, exit 4.
+    assert rc == 4
+    rejects = [json.loads(line) for line in Path(f"{out}.rejects.jsonl").read_text().splitlines()]
+    written = read_jsonl(out)
+    assert rejects and len(written) + len(rejects) == len(read_jsonl(corpus))
+    for r in rejects:
+        assert r["reason"].startswith("leak check:") and r["hits"]
+        assert {"start", "end", "field", "label", "match"} == set(r["hits"][0])
+        assert r["hits"][0]["label"] in ("PATIENT", "DOCTOR")
+    summary = json.loads(captured.out)
+    assert summary["rejected_by_leak_check"] == len(rejects) and summary["documents"] == len(written)
     assert main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
                  "--mode", "tag", "--allow-leaks"]) == 0
-    assert out.exists()
+    assert len(read_jsonl(out)) == len(read_jsonl(corpus))
 
 
 @pytest.mark.parametrize(
@@ -185,7 +197,12 @@ def test_export_from_the_store(db_url: str, notes: list[Document], tmp_path: Pat
     assert manifest["formats"] == ["jsonl", "brat", "spans-csv"]
     assert verify_manifest(out) == []
     exported = read_jsonl(out / "corpus.jsonl")
-    assert {d.meta["patient_key"] for d in exported} == {d.meta["patient_id"] for d in notes[:6]}
+    # Patient keys, ids and sources are HMAC pseudonyms by default (issue 14).
+    originals = {d.meta["patient_id"] for d in notes[:6]}
+    keys = {d.meta["patient_key"] for d in exported}
+    assert len(keys) == len(originals) and all(k.startswith("pt-") for k in keys)
+    assert not ({d.id for d in exported} | keys) & (originals | {d.id for d in notes})
+    assert manifest["ids"]["pseudonymised"] is True
     events = list_events(open_store(db_url), action="export")
     assert len(events) == 1 and events[0].actor == "alice" and events[0].after["documents"] == 6
     # Unreviewed documents need an explicit --yes.

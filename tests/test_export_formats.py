@@ -24,7 +24,7 @@ from deid_core.protect.export import (
 )
 from deid_core.protect.operators import OperatorConfig, OperatorSpec
 from deid_core.protect.replace import OffsetMap
-from deid_core.protect.surrogate_map import InMemorySurrogateMapping
+from deid_core.protect.surrogate_map import InMemorySurrogateMapping, pseudonym
 from deid_core.spans import Document, Span
 from deid_core.synthetic import generate_notes
 
@@ -75,14 +75,16 @@ def test_import_export_round_trip(notes, imported, exported, tmp_path: Path, fmt
 def test_jsonl_offset_maps_link_back_to_the_originals(notes, exported) -> None:
     root = exported.path
     corpus = {d.id: d for d in read_jsonl(root / "corpus.jsonl")}
-    originals = {d.id: d for d in notes}
+    # Ids are HMAC pseudonyms by default (issue 14): the result maps them back.
+    originals = {exported.ids[d.id]: d for d in notes}
     maps = [json.loads(line) for line in (root / "offset_maps.jsonl").read_text().splitlines()]
     assert {m["id"] for m in maps} == set(corpus)
     for m in maps:
         back = OffsetMap.from_dict(m["offset_map"]).inverse()
         doc, orig = corpus[m["id"]], originals[m["id"]]
         assert [back.map_span(s).key for s in doc.spans] == [s.key for s in orig.spans]
-        assert doc.meta["original_id"] == orig.id and doc.meta["patient_key"] == orig.meta["patient_id"]
+        assert doc.meta["original_id"] == pseudonym(SECRET, "document", orig.id) == doc.id
+        assert doc.meta["patient_key"] == pseudonym(SECRET, "patient", orig.meta["patient_id"])
         assert doc.meta["reviewed"] is True
 
 
@@ -132,8 +134,8 @@ def test_manifest_counts_checksums_and_no_phi(notes, exported) -> None:
 def test_tampering_is_detected(tmp_path: Path, notes) -> None:
     out = tmp_path / "x"
     export_corpus([ExportItem(notes[0])], out, config=ExportConfig(formats=("txt",)), secret=SECRET)
-    (out / "texts" / f"{notes[0].id}.txt").write_text("changed")
-    assert verify_manifest(out) == [f"texts/{notes[0].id}.txt"]
+    (out / "texts" / f"{pseudonym(SECRET, 'document', notes[0].id)}.txt").write_text("changed")
+    assert verify_manifest(out) == [f"texts/{pseudonym(SECRET, 'document', notes[0].id)}.txt"]
 
 
 def test_exports_are_deterministic(tmp_path: Path, notes) -> None:
@@ -180,8 +182,9 @@ def test_existing_export_is_never_overwritten(tmp_path: Path, notes) -> None:
 def test_leak_stops_the_export_unless_allowed(tmp_path: Path) -> None:
     text = "Patient Quentin Marlowe seen. Quentin Marlowe agreed."
     doc = Document("leaky", text, (Span(8, 23, "PATIENT"),))
+    # Propagation would mask the second mention (issue 14); without it, the check stops the export.
     with pytest.raises(LeakDetected) as info:
-        export_corpus([ExportItem(doc)], tmp_path / "out", config=ExportConfig(), secret=SECRET)
+        export_corpus([ExportItem(doc)], tmp_path / "out", config=ExportConfig(propagate=False), secret=SECRET)
     assert "Marlowe" not in str(info.value)
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["out.leak_report.json"]
@@ -189,9 +192,11 @@ def test_leak_stops_the_export_unless_allowed(tmp_path: Path) -> None:
     assert report["leaks"] == 1 and report["hits"][0]["start"] > 23
     assert "Marlowe" not in (tmp_path / "out.leak_report.json").read_text()
     allowed = export_corpus(
-        [ExportItem(doc)], tmp_path / "out2", config=ExportConfig(allow_leaks=True), secret=SECRET
+        [ExportItem(doc)], tmp_path / "out2", config=ExportConfig(allow_leaks=True, propagate=False), secret=SECRET
     )
     assert allowed.manifest["leak_check"]["ok"] is False and allowed.manifest["allow_leaks"] is True
+    masked = export_corpus([ExportItem(doc)], tmp_path / "out3", config=ExportConfig(), secret=SECRET)
+    assert masked.manifest["leak_check"]["ok"] is True and masked.propagated == [("leaky", 30, 45, "PATIENT")]
 
 
 def test_audit_hook_gets_a_summary(tmp_path: Path, notes) -> None:
@@ -203,7 +208,10 @@ def test_audit_hook_gets_a_summary(tmp_path: Path, notes) -> None:
 def test_colliding_file_names_are_refused(tmp_path: Path) -> None:
     docs = [Document("a/b", "x"), Document("a_b", "y")]
     with pytest.raises(CorpusFormatError):
-        export_corpus([ExportItem(d) for d in docs], tmp_path / "o", config=ExportConfig(formats=("txt",)), secret=SECRET)
+        export_corpus(
+            [ExportItem(d) for d in docs], tmp_path / "o", config=ExportConfig(formats=("txt",), keep_ids=True),
+            secret=SECRET,
+        )
     assert not (tmp_path / "o").exists()
     assert [p for p in tmp_path.iterdir()] == []
 

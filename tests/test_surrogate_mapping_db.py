@@ -214,7 +214,8 @@ def _found_in(values: set[str], dump: str) -> list[str]:
 def test_export_records_mapping_without_originals(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pid = _project(store)
     add_users(store, admins=("ann",))
-    result = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config(), actor="ann")
+    result = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config(), actor="ann",
+                            keep_documents=True)
     rows = _rows(store)
     assert rows and {r["project_id"] for r in rows} == {pid}
     assert len(rows) == len({e.key for e in recordable_entries(result.documents, SECRET)})
@@ -245,7 +246,7 @@ def test_same_patient_value_same_surrogate_across_exports_no_duplicates(store, t
     first = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config())
     n_first = len(_rows(store))
     import_documents(store, "p1", [d for i, d in enumerate(NOTES) if i % 3], annotations="gold")
-    second = export_project(store, "p1", tmp_path / "r2", secret=SECRET, config=_config())
+    second = export_project(store, "p1", tmp_path / "r2", secret=SECRET, config=_config(), keep_documents=True)
     rows = _rows(store)
     keys = [r["key"] for r in rows]
     assert len(keys) == len(set(keys)) > n_first
@@ -299,7 +300,7 @@ def test_failed_export_leaves_no_mapping_rows(store, tmp_path: Path, monkeypatch
         monkeypatch.setattr("deid_core.protect.export.os.replace", boom)
         expected: type[BaseException] = OSError
     elif failure == "leak":
-        monkeypatch.setattr("deid_core.protect.export.check_deidentified", _always_leaks)
+        monkeypatch.setattr("deid_core.protect.leakcheck.LeakReport.ok", property(lambda _self: False))
         expected = LeakDetected
     else:
         import_documents(store, "p1", generate_notes(2, seed=99), annotations="none")
@@ -309,14 +310,6 @@ def test_failed_export_leaves_no_mapping_rows(store, tmp_path: Path, monkeypatch
         export_project(store, "p1", tmp_path / "out", secret=SECRET, config=config)
     assert _rows(store) == []
     assert not (tmp_path / "out").exists()
-
-
-def _always_leaks(pairs, **kwargs):  # type: ignore[no-untyped-def]
-    from deid_core.protect.leakcheck import LeakHit, LeakReport
-
-    doc, _ = pairs[0]
-    hit = LeakHit(doc.id, 0, 1, "PATIENT", doc.id, "exact", "text")
-    return LeakReport([hit], len(pairs), 1, {}, kwargs.get("scope", "document"))
 
 
 # ------------------------------------------------------------------ admin-only export of the mapping
@@ -378,7 +371,8 @@ def test_cli_export_records_and_mapping_out_is_admin_only(db_url: str, tmp_path:
 def test_in_memory_mapping_still_works_with_export_project(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     _project(store)
     mapping = InMemorySurrogateMapping()
-    result = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config(), mapping=mapping)
+    result = export_project(store, "p1", tmp_path / "r1", secret=SECRET, config=_config(), mapping=mapping,
+                            keep_documents=True)
     assert len(mapping) == len({e.key for e in recordable_entries(result.documents, SECRET)}) > 0
     assert _rows(store) == []  # the caller chose where the mapping goes
 

@@ -25,12 +25,13 @@ from typing import Any
 
 import yaml
 
-from deid_core.errors import LeakDetected, UnsupportedFormat
+from deid_core.errors import LeakDetected, PermissionDenied, UnsupportedFormat
 from deid_core.protect.surrogate_map import load_or_create_secret, read_secret
 
 __all__ = ["read_secret", "register", "run_deidentify", "run_export", "secret_for"]
 
-EXIT_LEAK = 3
+EXIT_LEAK = 3  # export refused by the leak check
+EXIT_REJECTS = 4  # deidentify wrote the clean notes; some went to rejects
 
 
 def secret_for(output: str | os.PathLike[str], secret_file: str | None) -> tuple[bytes, Path, bool]:
@@ -58,16 +59,6 @@ def _operator_settings(args: argparse.Namespace, base: dict[str, Any] | None = N
     return raw
 
 
-def _print_leaks(report: Any, limit: int = 20) -> None:
-    for hit in report.leaks[:limit]:
-        print(
-            f"leak: document {hit.doc_id!r} offset {hit.start}..{hit.end} ({hit.label}, {hit.match})",
-            file=sys.stderr,
-        )
-    if len(report.leaks) > limit:
-        print(f"... and {len(report.leaks) - limit} more", file=sys.stderr)
-
-
 # ----------------------------------------------------------------- deidentify
 
 
@@ -87,6 +78,7 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
         id_column=args.id_column, text_column=args.text_column, output_format=args.format,
         operator_settings=json.dumps(ops, sort_keys=True) if ops else None,
         unknown_labels=args.unknown_labels, restart=args.restart,
+        keep_ids=args.keep_ids, allow_leaks=args.allow_leaks, propagate=not args.no_propagate,
     )
     bar = tqdm(total=None, desc="partitions", unit="part", file=sys.stderr)
 
@@ -109,7 +101,7 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
         f" {summary.partitions} partition(s) already done, {summary.docs_per_second} docs/s",
         file=sys.stderr,
     )
-    return 0
+    return EXIT_REJECTS if summary.rejected else 0
 
 
 def _resolve_model_and_bias(args: argparse.Namespace) -> None:
@@ -122,6 +114,8 @@ def _resolve_model_and_bias(args: argparse.Namespace) -> None:
 
 
 def run_deidentify(args: argparse.Namespace) -> int:
+    """One process, one JSONL input: the same reading, per-note step and rejects as
+    ``--engine dask`` (``batch.read_partition`` and ``batch.process_note``)."""
     from tqdm import tqdm
 
     _resolve_model_and_bias(args)
@@ -132,62 +126,75 @@ def run_deidentify(args: argparse.Namespace) -> int:
         return 2
     args.input = args.input[0]
 
-    from deid_core.corpus import atomic_write_text, iter_jsonl
+    from dataclasses import asdict
+
+    from deid_core.corpus import atomic_write_text
     from deid_core.engine.model import freeze_loaded_heap
+    from deid_core.protect.batch import (
+        BatchSettings,
+        Reject,
+        plan_partitions,
+        process_note,
+        read_partition,
+    )
     from deid_core.protect.deidentify import Deidentifier
-    from deid_core.protect.leakcheck import LeakReport, check_deidentified
-    from deid_core.protect.operators import patient_key_from_meta
 
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     # The same per-note path as the Dask batch job, so both give the same bytes.
     proc = Deidentifier.from_model_dir(
         args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args),
         unknown_labels=args.unknown_labels,
+        keep_ids=args.keep_ids, allow_leaks=args.allow_leaks, propagate=not args.no_propagate,
     )
     freeze_loaded_heap()
     if created:
         print(f"created secret {secret_path} (mode 0600): keep it to re-run consistently", file=sys.stderr)
-    total = LeakReport([], 0, 0, {}, args.leak_scope)
-    pairs: list[tuple[Any, Any]] = []
-    counts = {"documents": 0, "spans": 0}
+    settings = BatchSettings(
+        model_dir=args.model, output_dir=str(Path(args.output).parent), mode=args.mode or "surrogate",
+        secret_hex="", patient_key=args.patient_key,
+    )
+    specs = plan_partitions([args.input], args.partition_size)
+    rejects_path = Path(f"{args.output}.rejects.jsonl")
+    counts = {"documents": 0, "rejected": 0, "rejected_leaks": 0, "spans": 0, "leaking_written": 0}
+    rejects: list[Reject] = []
+    bar = tqdm(desc="de-identifying", unit="doc", file=sys.stderr)
 
     def write(fh: Any) -> None:
-        for doc in tqdm(iter_jsonl(args.input), desc="de-identifying", unit="doc", file=sys.stderr):
-            result = proc.deidentify(doc, patient_key=patient_key_from_meta(doc, args.patient_key))
-            if args.leak_scope == "corpus":
-                pairs.append((doc, result))
-            else:
-                report = proc.leak_check(doc, result)
-                total.hits.extend(report.hits)
-                total.n_documents += 1
-                total.n_candidates += report.n_candidates
-                for k, v in report.skipped.items():
-                    total.skipped[k] = total.skipped.get(k, 0) + v
-            fh.write(json.dumps(proc.to_record(result), ensure_ascii=False) + "\n")
-            counts["documents"] += 1
-            counts["spans"] += len(result.spans)
-        lang = proc.operators.lang
-        report = check_deidentified(pairs, lang=lang, scope="corpus") if pairs else total
-        leak_path = Path(f"{args.output}.leak_report.json")
-        atomic_write_text(leak_path, lambda f: json.dump(report.to_dict(), f, indent=1))
-        if not report.ok:
-            _print_leaks(report)
-            if not args.allow_leaks:
-                raise LeakDetected(
-                    f"{len(report.leaks)} original PHI string(s) remain in the output; nothing"
-                    f" written (hits in {leak_path}; --allow-leaks writes anyway)"
-                )
+        for spec in specs:
+            for item in read_partition(spec, settings):
+                bar.update(1)
+                outcome = item if isinstance(item, Reject) else process_note(proc, spec, *item)
+                if isinstance(outcome, Reject):
+                    rejects.append(outcome)
+                    counts["rejected"] += 1
+                    counts["rejected_leaks"] += outcome.reason.startswith("leak check:")
+                    continue
+                fh.write(json.dumps(outcome, ensure_ascii=False) + "\n")
+                counts["documents"] += 1
+                counts["spans"] += len(outcome["spans"])
 
     try:
         atomic_write_text(args.output, write)
-    except LeakDetected as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LEAK
-    print(
-        f"wrote {counts['documents']} document(s), {counts['spans']} span(s) to {args.output}"
-        f" (mode {proc.operators.default.kind}, model {proc.model.version}, bias {args.bias})"
+    finally:
+        bar.close()
+    atomic_write_text(
+        rejects_path, lambda fh: fh.writelines(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rejects)
     )
-    return 0
+    summary = {
+        "documents": counts["documents"], "rejected": counts["rejected"],
+        "rejected_by_leak_check": counts["rejected_leaks"],
+        "rejected_bad_records": counts["rejected"] - counts["rejected_leaks"],
+        "spans": counts["spans"], "output": str(args.output), "rejects": str(rejects_path),
+        "mode": proc.operators.default.kind, "model": proc.model.version, "bias": args.bias,
+        "allow_leaks": args.allow_leaks, "ids": "kept" if args.keep_ids else "pseudonymised",
+    }
+    print(json.dumps(summary, indent=1))
+    print(
+        f"wrote {counts['documents']} document(s) to {args.output}; {counts['rejected']} rejected"
+        f" ({counts['rejected_leaks']} by the leak check) to {rejects_path}",
+        file=sys.stderr,
+    )
+    return EXIT_REJECTS if rejects else 0
 
 
 # ----------------------------------------------------------------- export
@@ -228,7 +235,8 @@ def run_export(args: argparse.Namespace) -> int:
     )
     formats = tuple(f for group in (args.format or ["jsonl"]) for f in group.split(",") if f)
     config = ExportConfig(ops, formats, include_unreviewed=args.include_unreviewed,
-                          leak_scope=args.leak_scope, allow_leaks=args.allow_leaks)
+                          leak_scope=args.leak_scope, allow_leaks=args.allow_leaks,
+                          propagate=not args.no_propagate, keep_ids=args.keep_ids)
     # One secret per project (not per export), so every export of the project agrees.
     secret_path = Path(args.secret_file) if args.secret_file else default_secret_path(project.id)
     secret, created = load_or_create_secret(secret_path)
@@ -245,6 +253,9 @@ def run_export(args: argparse.Namespace) -> int:
     except LeakDetected as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_LEAK
+    except PermissionDenied as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         close()
     if args.mapping_out:
@@ -253,7 +264,9 @@ def run_export(args: argparse.Namespace) -> int:
     m = result.manifest
     print(
         f"exported {m['documents']} document(s), {m['spans']} span(s) as {', '.join(m['formats'])}"
-        f" to {result.path}; leak check: {m['leak_check']['leaks']} leak(s)"
+        f" to {result.path}; leak check ({m['leak_check']['scope']} scope):"
+        f" {m['leak_check']['leaks']} leak(s); {len(result.propagated)} other occurrence(s) of known"
+        f" PHI masked; ids {'kept' if config.keep_ids else 'pseudonymised'}"
     )
     return 0
 
@@ -265,7 +278,8 @@ def register(subparsers: Any) -> None:
     d = subparsers.add_parser(
         "deidentify", help="de-identify a JSONL corpus with a model (no review), for pipelines",
         description="Predict PHI with a model and write de-identified JSONL (spans over the new"
-                    " text). The output is leak-checked; a leak stops the write (exit 3).",
+                    " text). Each note is leak-checked; a leaking note goes to rejects (with its id,"
+                    " offsets and reason) instead of the output, and the exit code is 4.",
     )
     add_model_arguments(d)
     d.add_argument("--input", required=True, nargs="+",
@@ -281,7 +295,8 @@ def register(subparsers: Any) -> None:
     d.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
                    help="with --engine dask: output partition format")
     d.add_argument("--partition-size", type=int, default=2000,
-                   help="with --engine dask: notes per partition (JSONL lines / Parquet rows)")
+                   help="notes per partition (JSONL lines / Parquet rows); the local engine reads"
+                        " one partition at a time")
     d.add_argument("--id-column", default="id", help="Parquet/CSV input: the id column")
     d.add_argument("--text-column", default="text", help="Parquet/CSV input: the note text column")
     d.add_argument("--mode", choices=("surrogate", "tag", "redact"), default=None,
@@ -299,8 +314,12 @@ def register(subparsers: Any) -> None:
                         " for Parquet/CSV a column, 'meta.X' meaning column X if present);"
                         " documents without one are their own patient")
     d.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
-    d.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
-    d.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
+    d.add_argument("--no-propagate", action="store_true",
+                   help="do not mark other occurrences of confidently tagged PHI in each note")
+    d.add_argument("--keep-ids", action="store_true",
+                   help="write original ids, patient keys and source paths instead of HMAC pseudonyms")
+    d.add_argument("--allow-leaks", action="store_true",
+                   help="write notes even if their leak check fails (they are still reported)")
     d.set_defaults(func=run_deidentify)
 
     e = subparsers.add_parser(
@@ -321,7 +340,14 @@ def register(subparsers: Any) -> None:
     e.add_argument("--secret-file",
                    help="project secret (default: secrets/project-<id>.secret under $DEID_DATA_DIR"
                         " or the per-user data directory, as the app uses; created if missing)")
-    e.add_argument("--leak-scope", choices=("document", "corpus"), default="document")
+    e.add_argument("--leak-scope", choices=("document", "patient", "corpus"), default="corpus",
+                   help="where PHI strings are masked and searched: each note, each patient's notes,"
+                        " or the whole export (default)")
+    e.add_argument("--no-propagate", action="store_true",
+                   help="do not mask other occurrences of the export's PHI strings (the leak check still runs)")
+    e.add_argument("--keep-ids", action="store_true",
+                   help="write original document ids, patient keys and source paths (admin only, via"
+                        " --actor; recorded in the manifest) instead of HMAC pseudonyms")
     e.add_argument("--allow-leaks", action="store_true", help="write even if the leak check fails")
     e.add_argument("--mapping-out", metavar="JSONL",
                    help="write the project's surrogate mapping from the database (HMAC keys ->"

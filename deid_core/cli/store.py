@@ -142,6 +142,9 @@ def register(subparsers: Any) -> None:
     i.add_argument("--id-column", default=None, help="CSV: column holding the note id")
     i.add_argument("--patient-column", default=None, help="CSV: column holding the patient id")
     i.add_argument("--delimiter", default=",", help="CSV: field delimiter")
+    i.add_argument("--known-column", action="append", default=[], metavar="COLUMN=LABEL",
+                   help="CSV: a column of identifiers from the record (patient name, MRN, date of"
+                        " birth) and its label; stored with the note as meta.known_phi (repeat)")
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.add_argument("paths", nargs="+", metavar="PATH")
     _common(i)
@@ -271,6 +274,18 @@ def run_project_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _known_columns(specs: list[str]) -> dict[str, str]:
+    from deid_core.errors import StoreError
+
+    out = {}
+    for spec in specs:
+        column, sep, label = spec.partition("=")
+        if not sep or not column or not label:
+            raise StoreError(f"--known-column {spec!r}: use COLUMN=LABEL")
+        out[column] = label
+    return out
+
+
 def run_import(args: argparse.Namespace) -> int:
     from deid_core.store.importers import import_paths
 
@@ -281,6 +296,7 @@ def run_import(args: argparse.Namespace) -> int:
             engine, args.project, args.paths, fmt=args.format, annotations=args.annotations,
             text_column=args.text_column, id_column=args.id_column,
             patient_column=args.patient_column, delimiter=args.delimiter,
+            known_columns=_known_columns(args.known_column),
             actor=_actor(args, engine), progress=progress,
         )
     finally:

@@ -66,13 +66,20 @@ from deid_core.engine.gazetteers import (
 )
 from deid_core.engine.merge import merge_spans
 from deid_core.engine.postprocess import PostFilter, apply_filters, filters_from_dict, load_filters
+from deid_core.engine.propagate import (
+    find_spans,
+    known_index,
+    known_phi_items,
+    propagate,
+    select_new,
+)
 from deid_core.engine.rules import RuleSet, load_rules, load_yaml_text
 from deid_core.engine.tagging import OUTSIDE, spans_to_tags, tags_to_spans
 from deid_core.engine.tokenize import Token, Tokenized, tokenize
 from deid_core.engine.transforms import TransformSet
 from deid_core.errors import ModelError, RuleError
 from deid_core.schemes import LabelInfo, LabelScheme, scheme_from_labels
-from deid_core.spans import Document, Span
+from deid_core.spans import Document, Span, sort_spans
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +131,10 @@ class TrainConfig:
     #: across line breaks, for PHI written over several lines). Features use
     #: sentences either way.
     sequence: str = "note"
+    #: Mark the other occurrences of a confidently tagged name, id, address or
+    #: facility in the note (``engine/propagate.py``); spans get source ``propagated``.
+    propagate: bool = True
+    propagate_min_score: float = 0.9
     rule_map_min_precision: float = 0.7
     rule_map_min_count: int = 3
     seed: int = 0
@@ -432,6 +443,8 @@ class DeidModel:
             )
             origin = f"model {self.version} {FILTERS_FILE}"
             self.filters = filters_from_dict(load_yaml_text(self.filters_text, origin=origin), origin=origin)
+        #: Propagation is a run-time switch too (``deidentify --no-propagate``).
+        self.propagate = config.propagate
 
     # -- prediction ---------------------------------------------------------------
 
@@ -550,6 +563,10 @@ class DeidModel:
             spans = self.transforms.apply(encoded.tokens, spans)
         if self.filters:
             spans = apply_filters(encoded.text, spans, self.filters, memo=filter_memo)
+        if self.propagate:
+            spans = propagate(
+                encoded.text, spans, self.scheme, lang=self.lang, min_score=self.config.propagate_min_score
+            )
         n = len(encoded.tokens)
         return Prediction(
             doc_id=encoded.doc_id,
@@ -567,7 +584,17 @@ class DeidModel:
         )
 
     def predict(self, doc: Document, bias: float = 0.0) -> Prediction:
-        return self.decode(self.encode(doc), bias)
+        """Spans of ``doc`` at ``bias``; identifiers listed in ``doc.meta["known_phi"]``
+        (from the structured record) are found in every written variant and added
+        where nothing covers them, with the source ``known``."""
+        pred = self.decode(self.encode(doc), bias)
+        items = known_phi_items(doc.meta, doc_id=doc.id)
+        if items:
+            extra = known_index(items, self.scheme, lang=self.lang)
+            found = list(find_spans(doc.text, pred.spans, extra, self.scheme.name)) if extra else []
+            if found:
+                pred = replace(pred, spans=tuple(sort_spans([*pred.spans, *select_new(pred.spans, found)])))
+        return pred
 
     def predict_many(
         self,

@@ -11,7 +11,7 @@ import csv
 import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from deid_core.errors import CorpusFormatError
@@ -29,8 +29,13 @@ def read_csv(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
+    known_columns: Mapping[str, str] | None = None,
 ) -> Iterator[Document]:
     """Yield one document per row; the id defaults to ``<file stem>:<row number>``.
+
+    ``known_columns`` maps columns of identifiers from the structured record
+    (patient name, MRN, date of birth, ...) to labels; their non-empty values go
+    to ``meta["known_phi"]`` as ``{label, value}`` items.
 
     Raises ``CorpusFormatError`` naming the column and file when a chosen column
     is missing, and the line for an empty text, a duplicate id or a ragged row.
@@ -55,7 +60,9 @@ def read_csv(
         raise CorpusFormatError(f"malformed CSV header ({exc})", path=where, line=1) from None
     if not header:
         raise CorpusFormatError("empty CSV file (no header row)", path=where)
-    for role, col in (("text", text_column), ("id", id_column), ("patient", patient_column)):
+    known = dict(known_columns or {})
+    roles = [("text", text_column), ("id", id_column), ("patient", patient_column)]
+    for role, col in [*roles, *(("known identifier", c) for c in known)]:
         if col is not None and col not in header:
             raise CorpusFormatError(
                 f"{role} column {col!r} is not in the header (columns: {', '.join(header)})",
@@ -90,4 +97,7 @@ def read_csv(
             patient = (row.get(patient_column) or "").strip()
             if patient:
                 meta["patient_id"] = patient
+        items = [{"label": label, "value": (row.get(col) or "").strip()} for col, label in known.items()]
+        if any(i["value"] for i in items):
+            meta["known_phi"] = [i for i in items if i["value"]]
         yield Document(doc_id, note, (), meta)

@@ -72,6 +72,10 @@ class BatchSettings:
     output_format: str = "jsonl"
     unknown_labels: str = "error"
     restart: bool = False  # discard partitions written with another fingerprint
+    keep_ids: bool = False  # original ids, patient keys and sources instead of pseudonyms
+    allow_leaks: bool = False  # write leaking notes anyway (the explicit override)
+    propagate: bool = True  # mark other occurrences of confidently tagged PHI in each note
+
 
     def fingerprint(self) -> str:
         """What a partition's output depends on: model, mode, bias, operators, secret id.
@@ -209,6 +213,8 @@ class Reject:
     path: str
     record: str  # the record's id when known, else "line N" / "row N"
     reason: str  # never note text
+    #: For a leak: where the original PHI strings remain (start, end, field, label, match).
+    hits: tuple[dict[str, Any], ...] = ()
 
 
 def read_partition(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[Document, str | None] | Reject]:
@@ -300,12 +306,15 @@ def _read_table(spec: PartitionSpec, settings: BatchSettings) -> Iterator[tuple[
 # --------------------------------------------------------------------------- processing
 
 #: Per-process cache: each worker process loads the model once, whatever the number of tasks.
-_PROCESSORS: dict[tuple[str, str, str, float, str | None], Deidentifier] = {}
+_PROCESSORS: dict[tuple[Any, ...], Deidentifier] = {}
 _LOADS: Counter[str] = Counter()
 
 
-def _processor_key(settings: BatchSettings) -> tuple[str, str, str, float, str | None]:
-    return (settings.model_dir, settings.mode, settings.secret_hex, settings.bias, settings.operator_settings)
+def _processor_key(settings: BatchSettings) -> tuple[Any, ...]:
+    return (
+        settings.model_dir, settings.mode, settings.secret_hex, settings.bias, settings.operator_settings,
+        settings.keep_ids, settings.allow_leaks, settings.propagate,
+    )
 
 
 def _processor(settings: BatchSettings) -> Deidentifier:
@@ -319,6 +328,9 @@ def _processor(settings: BatchSettings) -> Deidentifier:
             bias=settings.bias,
             settings=json.loads(settings.operator_settings) if settings.operator_settings else None,
             unknown_labels=settings.unknown_labels,
+            keep_ids=settings.keep_ids,
+            allow_leaks=settings.allow_leaks,
+            propagate=settings.propagate,
         )
         _PROCESSORS[key] = proc
         _LOADS[_load_key(key)] += 1
@@ -343,6 +355,23 @@ def partition_done(settings: BatchSettings, part_id: str) -> bool:
     return _paths(settings, part_id)["stats"].is_file()
 
 
+def process_note(proc: Deidentifier, spec: PartitionSpec, doc: Document, patient: str | None) -> dict[str, Any] | Reject:
+    """One note, as both ``deidentify`` paths handle it: its record, or a reject.
+
+    A note whose output still holds original PHI is never written (unless the
+    processor allows leaks); its reject names the offsets, never the text.
+    """
+    try:
+        outcome = proc.process(doc, patient_key=patient)
+    except DeidError as exc:
+        return Reject(spec.part_id, spec.path, doc.id, _reason(exc))
+    except Exception as exc:  # a bad record never kills the job; the reason names the type only
+        return Reject(spec.part_id, spec.path, doc.id, f"failed: {type(exc).__name__}")
+    if outcome.record is None:
+        return Reject(spec.part_id, spec.path, doc.id, outcome.reason or "rejected", outcome.hits)
+    return outcome.record
+
+
 def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str, Any]:
     """De-identify one partition and write its outputs; returns its stats (no PHI)."""
     paths = _paths(settings, spec.part_id)
@@ -365,25 +394,12 @@ def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str,
             rejects.append(item)
             continue
         doc, patient = item
-        try:
-            result = proc.deidentify(doc, patient_key=patient)
-            leaks = proc.leak_check(doc, result)
-            if not leaks.ok:
-                # Never write a note that still holds original PHI; the reason carries counts only.
-                rejects.append(Reject(
-                    spec.part_id, spec.path, doc.id,
-                    f"leak check: {len(leaks.leaks)} original PHI string(s) remain; not written",
-                ))
-                continue
-            record = proc.to_record(result)
-        except DeidError as exc:
-            rejects.append(Reject(spec.part_id, spec.path, doc.id, _reason(exc)))
+        outcome = process_note(proc, spec, doc, patient)
+        if isinstance(outcome, Reject):
+            rejects.append(outcome)
             continue
-        except Exception as exc:  # a bad record never kills the job; the reason names the type only
-            rejects.append(Reject(spec.part_id, spec.path, doc.id, f"failed: {type(exc).__name__}"))
-            continue
-        labels.update(s["label"] for s in record["spans"])
-        records.append(record)
+        labels.update(s["label"] for s in outcome["spans"])
+        records.append(outcome)
     _write_records(paths["data"], records, settings.output_format)
     atomic_write_text(
         paths["rejects"],

@@ -1,8 +1,11 @@
-"""Automatic de-identification of one note: model -> operators -> shared JSONL record.
+"""Automatic de-identification of one note: model -> operators -> leak check -> record.
 
 The single-process ``deidentify`` command and the Dask batch workers both call
-``Deidentifier.deidentify_record``, so the two paths cannot drift apart: for
-the same model, settings, secret and note they produce the same bytes.
+``Deidentifier.process``, so the two paths cannot drift apart: for the same
+model, settings, secret and note they produce the same bytes, and the same
+notes are rejected for the same reasons. The model propagates known PHI
+within the note (``engine/propagate.py``); ids, patient keys and source paths
+are written as HMAC pseudonyms unless ``keep_ids``.
 """
 
 from __future__ import annotations
@@ -13,9 +16,16 @@ from typing import Any
 
 from deid_core.corpus import document_to_dict
 from deid_core.engine.model import DeidModel
+from deid_core.engine.propagate import SOURCE as PROPAGATED
+from deid_core.engine.propagate import propagate
 from deid_core.errors import UnsupportedFormat
-from deid_core.protect.leakcheck import LeakReport, check_deidentified
-from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.protect.leakcheck import LeakChecker, LeakReport
+from deid_core.protect.operators import (
+    DeidentifiedDocument,
+    OperatorConfig,
+    deidentify_document,
+    pseudonymise_meta,
+)
 from deid_core.spans import Document
 
 
@@ -35,6 +45,19 @@ def operator_config(
     return OperatorConfig.from_dict(raw)
 
 
+@dataclass(frozen=True)
+class NoteOutcome:
+    """What happened to one note: a record to write, or a reject (id, offsets, reason)."""
+
+    doc_id: str
+    record: dict[str, Any] | None  # None: rejected
+    reason: str | None
+    #: Failing leak-check hits: start, end, field, label, match (never text).
+    hits: tuple[dict[str, Any], ...]
+    spans: int
+    propagated: int
+
+
 @dataclass
 class Deidentifier:
     """A loaded model with its operator settings and secret; holds no note text."""
@@ -43,6 +66,8 @@ class Deidentifier:
     operators: OperatorConfig
     secret: bytes
     bias: float = 0.0
+    keep_ids: bool = False  # write original ids, patient keys and sources (an explicit opt-in)
+    allow_leaks: bool = False  # write a note even if its leak check fails (an explicit override)
 
     def __post_init__(self) -> None:
         # One surrogate generator per process; it is pure in (secret, patient, value, label).
@@ -58,10 +83,14 @@ class Deidentifier:
         bias: float = 0.0,
         settings: Mapping[str, Any] | None = None,
         unknown_labels: str = "error",
+        keep_ids: bool = False,
+        allow_leaks: bool = False,
+        propagate: bool = True,
     ) -> Deidentifier:
         model = DeidModel.load(model_dir)
+        model.propagate = model.propagate and propagate
         ops = operator_config(lang=model.lang, scheme=model.scheme.name, mode=mode, settings=settings)
-        proc = cls(model, ops, secret, bias)
+        proc = cls(model, ops, secret, bias, keep_ids, allow_leaks)
         proc.check_surrogate_kinds(unknown_labels)
         return proc
 
@@ -89,9 +118,14 @@ class Deidentifier:
 
     def deidentify(self, doc: Document, *, patient_key: str | None) -> DeidentifiedDocument:
         pred = self.model.predict(doc, bias=self.bias)
+        spans = pred.spans
+        if self.model.propagate:
+            # Whatever is masked once is masked everywhere in the note: the leak check
+            # searches every replaced string, confident or not, so propagate them all.
+            spans = tuple(propagate(doc.text, spans, self.model.scheme, lang=self.model.lang, min_score=0.0))
         return deidentify_document(
             doc,
-            pred.spans,
+            spans,
             config=self.operators,
             secret=self.secret,
             patient_key=patient_key,
@@ -100,10 +134,37 @@ class Deidentifier:
 
     def to_record(self, result: DeidentifiedDocument) -> dict[str, Any]:
         out = result.to_document().with_meta(model_version=self.model.version, bias=self.bias)
+        if not self.keep_ids:
+            new_id, meta = pseudonymise_meta(out.meta, self.secret, out.id)
+            out = Document(new_id, out.text, out.spans, meta)
         return document_to_dict(out)
 
-    def leak_check(self, doc: Document, result: DeidentifiedDocument) -> LeakReport:
-        return check_deidentified([(doc, result)], lang=self.operators.lang)
+    def leak_check(
+        self, doc: Document, result: DeidentifiedDocument, meta: Mapping[str, Any] | None = None
+    ) -> LeakReport:
+        """The note's own originals and their variants, searched in its text and ``meta``."""
+        checker = LeakChecker(lang=self.operators.lang, scope="document")
+        checker.check(doc, result, meta=meta)
+        return checker.report
+
+    def process(self, doc: Document, *, patient_key: str | None) -> NoteOutcome:
+        """De-identify and leak-check one note: a record, or a reject naming offsets."""
+        result = self.deidentify(doc, patient_key=patient_key)
+        record = self.to_record(result)
+        report = self.leak_check(doc, result, meta=record["meta"])
+        hits = tuple(
+            {"start": h.start, "end": h.end, "field": h.field, "label": h.label, "match": h.match}
+            for h in report.leaks
+        )
+        n_prop = sum(1 for d in result.decisions if d.original.source == PROPAGATED)
+        if hits and not self.allow_leaks:
+            first = hits[0]
+            reason = (
+                f"leak check: {len(hits)} original PHI string(s) remain (first at {first['field']}"
+                f" {first['start']}..{first['end']}, {first['label']}, {first['match']}); not written"
+            )
+            return NoteOutcome(doc.id, None, reason, hits, len(result.spans), n_prop)
+        return NoteOutcome(doc.id, record, None, hits, len(result.spans), n_prop)
 
     def deidentify_record(self, doc: Document, *, patient_key: str | None) -> dict[str, Any]:
         return self.to_record(self.deidentify(doc, patient_key=patient_key))

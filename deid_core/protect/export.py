@@ -41,7 +41,7 @@ import shutil
 import tempfile
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -49,12 +49,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
 
-from deid_core.corpus import atomic_write_text, write_jsonl
+from deid_core.corpus import atomic_write_text, document_from_dict, document_to_dict, write_jsonl
+from deid_core.engine.propagate import SOURCE as PROPAGATED
+from deid_core.engine.propagate import known_phi_items, select_new
 from deid_core.errors import (
     CorpusFormatError,
+    DeidError,
     ExportRefused,
     LeakDetected,
     MappingConflict,
+    PermissionDenied,
     UnsupportedFormat,
 )
 from deid_core.formats import safe_file_stem, write_i2b2_xml
@@ -63,15 +67,20 @@ from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
 from deid_core.protect.cleanup import staging_prefix
-from deid_core.protect.leakcheck import LeakReport, check_deidentified
-from deid_core.protect.operators import DeidentifiedDocument, OperatorConfig, deidentify_document
+from deid_core.protect.leakcheck import SCOPES, KnownPhi, LeakChecker, LeakReport, make_candidates
+from deid_core.protect.operators import (
+    DeidentifiedDocument,
+    OperatorConfig,
+    deidentify_document,
+    pseudonymise_meta,
+)
 from deid_core.protect.surrogate_map import (
     MappingEntry,
     SurrogateMapping,
     mapping_key,
     secret_fingerprint,
 )
-from deid_core.spans import Document
+from deid_core.spans import Document, Span, sort_spans
 from deid_core.store.authz import SYSTEM, Actor, require
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
@@ -96,7 +105,16 @@ class ExportConfig:
     operators: OperatorConfig = field(default_factory=OperatorConfig)
     formats: tuple[str, ...] = ("jsonl",)
     include_unreviewed: bool = False
-    leak_scope: Literal["document", "corpus"] = "document"
+    #: Where PHI strings are searched, masked and leak-checked: each note for its
+    #: own strings (``document``), every note of the same patient (``patient``), or
+    #: of the whole export (``corpus``, the default: the widest the export covers).
+    leak_scope: Literal["document", "patient", "corpus"] = "corpus"
+    #: Mask the other occurrences of the export's PHI strings of identifying kinds
+    #: (and their variants) within ``leak_scope``, with source ``propagated``.
+    propagate: bool = True
+    #: Write document ids, patient keys and source paths as they are (an admin's
+    #: opt-in, recorded in the manifest) instead of HMAC pseudonyms.
+    keep_ids: bool = False
     allow_leaks: bool = False  # write anyway when the leak check fails (recorded)
 
     def __post_init__(self) -> None:
@@ -106,6 +124,8 @@ class ExportConfig:
                 f"unknown export format(s) {', '.join(bad) or '(none)'}: use {', '.join(FORMATS)}"
             )
         object.__setattr__(self, "formats", tuple(dict.fromkeys(self.formats)))
+        if self.leak_scope not in SCOPES:
+            raise UnsupportedFormat(f"unknown leak scope {self.leak_scope!r}: use {', '.join(SCOPES)}")
 
 
 @dataclass
@@ -113,7 +133,13 @@ class ExportResult:
     path: Path
     manifest: dict[str, Any]
     leak_report: LeakReport
+    #: The de-identified documents, only when asked for (``keep_documents``): an
+    #: export streams its documents so that memory does not grow with the corpus.
     documents: list[DeidentifiedDocument]
+    #: Original document id -> the id written (a pseudonym unless ids are kept).
+    ids: dict[str, str] = field(default_factory=dict)
+    #: ``propagated`` spans added at export, as (original document id, start, end, label).
+    propagated: list[tuple[str, int, int, str]] = field(default_factory=list)
 
 
 def _sha256(path: Path) -> str:
@@ -131,24 +157,46 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+class _Chosen:
+    """The documents an export contains, read again on each pass (no copy is made)."""
+
+    def __init__(self, items: Iterable[ExportItem], include_unreviewed: bool, count: int) -> None:
+        self.items, self.include, self.count = items, include_unreviewed, count
+
+    def __iter__(self) -> Iterator[ExportItem]:
+        return (i for i in self.items if i.reviewed or self.include)
+
+    def __len__(self) -> int:
+        return self.count
+
+
 def select_scope(
-    items: Sequence[ExportItem], *, include_unreviewed: bool, confirm_unreviewed: bool
-) -> tuple[list[ExportItem], dict[str, Any]]:
-    """The documents an export may contain, and the scope record for the manifest."""
-    unreviewed = [i for i in items if not i.reviewed]
+    items: Iterable[ExportItem], *, include_unreviewed: bool, confirm_unreviewed: bool
+) -> tuple[_Chosen, dict[str, Any]]:
+    """The documents an export may contain, and the scope record for the manifest.
+
+    ``items`` may be any re-iterable collection (a list, or a reader that streams
+    from a file): it is read once here and again by each pass of the export.
+    """
+    reviewed = unreviewed = 0
+    for i in items:
+        if i.reviewed:
+            reviewed += 1
+        else:
+            unreviewed += 1
     if include_unreviewed and unreviewed and not confirm_unreviewed:
         raise ExportRefused(
-            f"{len(unreviewed)} unreviewed document(s) carry model predictions only;"
+            f"{unreviewed} unreviewed document(s) carry model predictions only;"
             " confirm explicitly to include them"
         )
-    chosen = [i for i in items if i.reviewed or include_unreviewed]
+    chosen = _Chosen(items, include_unreviewed, reviewed + (unreviewed if include_unreviewed else 0))
     scope = {
         "reviewed_only": not include_unreviewed,
         "include_unreviewed": include_unreviewed,
         "unreviewed_confirmed": bool(include_unreviewed and confirm_unreviewed),
-        "reviewed_documents": sum(1 for i in chosen if i.reviewed),
-        "unreviewed_documents": sum(1 for i in chosen if not i.reviewed),
-        "skipped_unreviewed": 0 if include_unreviewed else len(unreviewed),
+        "reviewed_documents": reviewed,
+        "unreviewed_documents": unreviewed if include_unreviewed else 0,
+        "skipped_unreviewed": 0 if include_unreviewed else unreviewed,
     }
     return chosen, scope
 
@@ -173,56 +221,114 @@ def _write_bytes(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def _write_files(
-    stage: Path,
-    formats: Sequence[str],
-    docs: list[Document],
-    results: list[DeidentifiedDocument],
-    lang: str,
-) -> dict[str, Any]:
+class _Spool:
+    """The de-identified documents of an export, written once to a file in the staging
+    folder and read back once per format, so memory does not grow with the corpus."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.ids: list[str] = []
+        self._fh: Any = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in finish()
+
+    def add(self, doc: Document, operators: Sequence[str], offset_map: dict[str, Any]) -> None:
+        record = {"doc": document_to_dict(doc), "ops": list(operators), "map": offset_map}
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.ids.append(doc.id)
+
+    def finish(self) -> None:
+        self._fh.close()
+
+    def _records(self) -> Iterator[dict[str, Any]]:
+        with open(self.path, encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
+
+    def docs(self) -> Iterator[Document]:
+        for r in self._records():
+            yield document_from_dict(r["doc"], allow_overlap=True, check_text=False)
+
+    def maps(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for r in self._records():
+            yield r["doc"]["id"], r["map"]
+
+    def operators(self) -> dict[str, list[str]]:
+        return {r["doc"]["id"]: r["ops"] for r in self._records()}
+
+
+def _write_files(stage: Path, formats: Sequence[str], spool: _Spool, lang: str) -> dict[str, Any]:
     stats: dict[str, Any] = {}
-    stems = [safe_file_stem(d.id) for d in docs]
+    stems = [safe_file_stem(i) for i in spool.ids]
     if len(set(stems)) != len(stems):
-        dup = next(s for s in stems if stems.count(s) > 1)
+        counts = Counter(stems)
+        dup = next(s for s in stems if counts[s] > 1)
         raise CorpusFormatError(f"two document ids map to the file name {dup!r}")
     if "txt" in formats:
-        for doc, stem in zip(docs, stems):
+        for doc, stem in zip(spool.docs(), stems):
             _write_bytes(stage / "texts" / f"{stem}.txt", doc.text.encode("utf-8"))
     if "txt-zip" in formats:
         with zipfile.ZipFile(stage / "texts.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            for doc, stem in zip(docs, stems):
+            for doc, stem in zip(spool.docs(), stems):
                 info = zipfile.ZipInfo(f"{stem}.txt", date_time=(1980, 1, 1, 0, 0, 0))
                 info.compress_type = zipfile.ZIP_DEFLATED
                 zf.writestr(info, doc.text.encode("utf-8"))
     if "jsonl" in formats:
-        write_jsonl(stage / "corpus.jsonl", docs)
+        write_jsonl(stage / "corpus.jsonl", spool.docs())
 
         def write_maps(fh: Any) -> None:
-            for r in results:
-                fh.write(json.dumps({"id": r.doc_id, "offset_map": r.offset_map.to_dict()}) + "\n")
+            for doc_id, omap in spool.maps():
+                fh.write(json.dumps({"id": doc_id, "offset_map": omap}) + "\n")
 
         atomic_write_text(stage / "offset_maps.jsonl", write_maps)
     if "brat" in formats:
-        for doc, stem in zip(docs, stems):
+        for doc, stem in zip(spool.docs(), stems):
             check_brat_labels(doc)
             _write_bytes(stage / "brat" / f"{stem}.txt", doc.text.encode("utf-8"))
             _write_bytes(stage / "brat" / f"{stem}.ann", format_ann(doc).encode("utf-8"))
     if "i2b2" in formats:
-        for doc, stem in zip(docs, stems):
+        for doc, stem in zip(spool.docs(), stems):
             _write_bytes(stage / "i2b2" / f"{stem}.xml", write_i2b2_xml(doc).encode("utf-8"))
     if "conll" in formats:
-        stats["conll"] = vars(write_conll(stage / "corpus.conll", docs, lang=lang))
+        stats["conll"] = vars(write_conll(stage / "corpus.conll", spool.docs(), lang=lang))
     if "docbin" in formats:
-        stats["docbin"] = vars(write_docbin(stage / "corpus.spacy", docs, lang=lang))
+        stats["docbin"] = vars(write_docbin(stage / "corpus.spacy", spool.docs(), lang=lang))
     if "spans-csv" in formats:
-        ops = {r.doc_id: [d.operator for d in r.decisions] for r in results}
-        stats["spans_csv"] = {"rows": write_spans_csv(stage / "spans.csv", docs, ops)}
+        stats["spans_csv"] = {"rows": write_spans_csv(stage / "spans.csv", spool.docs(), spool.operators())}
     return stats
 
 
+@dataclass
+class _Tally:
+    """What the manifest counts, gathered as documents stream past."""
+
+    documents: int = 0
+    patients: set[str] = field(default_factory=set)
+    labels: Counter[str] = field(default_factory=Counter)
+    operators: dict[str, Counter[str]] = field(default_factory=dict)
+    statuses: Counter[str] = field(default_factory=Counter)
+    propagated: Counter[str] = field(default_factory=Counter)
+    model_versions: set[str] = field(default_factory=set)
+    biases: set[float] = field(default_factory=set)
+    reviewers: set[str] = field(default_factory=set)
+
+    def add(self, item: ExportItem, result: DeidentifiedDocument) -> None:
+        self.documents += 1
+        if item.model_version:
+            self.model_versions.add(item.model_version)
+        if item.bias is not None:
+            self.biases.add(item.bias)
+        self.reviewers.update(item.reviewers)
+        if result.patient_key is not None:
+            self.patients.add(result.patient_key)
+        for d in result.decisions:
+            self.labels[d.original.label] += 1
+            self.operators.setdefault(d.original.label, Counter())[d.operator] += 1
+            self.statuses[d.status] += 1
+            if d.original.source == PROPAGATED:
+                self.propagated[d.original.label] += 1
+
+
 def build_manifest(
-    items: Sequence[ExportItem],
-    results: Sequence[DeidentifiedDocument],
+    tally: _Tally,
     *,
     config: ExportConfig,
     secret: bytes,
@@ -234,15 +340,10 @@ def build_manifest(
     project: str | None,
     actor: str | None,
     created_at: str,
+    known_strings: int = 0,
+    estimate: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    labels: Counter[str] = Counter()
-    operators: dict[str, Counter[str]] = {}
-    statuses: Counter[str] = Counter()
-    for r in results:
-        for d in r.decisions:
-            labels[d.original.label] += 1
-            operators.setdefault(d.original.label, Counter())[d.operator] += 1
-            statuses[d.status] += 1
+    labels, operators, statuses = tally.labels, tally.operators, tally.statuses
     return {
         "manifest_version": MANIFEST_VERSION,
         "created_at": created_at,
@@ -254,15 +355,15 @@ def build_manifest(
             "spacy": _package_version("spacy"),
         },
         "scope": scope,
-        "documents": len(results),
-        "patients": len({r.patient_key for r in results if r.patient_key is not None}),
+        "documents": tally.documents,
+        "patients": len(tally.patients),
         "spans": sum(labels.values()),
         "spans_per_label": dict(sorted(labels.items())),
         "operators_per_label": {k: dict(sorted(v.items())) for k, v in sorted(operators.items())},
         "span_status": dict(sorted(statuses.items())),
-        "model_versions": sorted({i.model_version for i in items if i.model_version}),
-        "bias": sorted({i.bias for i in items if i.bias is not None}),
-        "reviewers": sorted({r for i in items for r in i.reviewers}),
+        "model_versions": sorted(tally.model_versions),
+        "bias": sorted(tally.biases),
+        "reviewers": sorted(tally.reviewers),
         "operators": config.operators.to_dict(),
         "secret_fingerprint": secret_fingerprint(secret),
         "surrogate_collisions": collisions,
@@ -270,12 +371,25 @@ def build_manifest(
         "format_stats": format_stats,
         "leak_check": {k: v for k, v in leak.to_dict().items() if k != "hits"},
         "allow_leaks": config.allow_leaks,
+        "missed_phi_estimate": estimate,
+        "propagation": {
+            "enabled": config.propagate,
+            "scope": config.leak_scope,
+            "known_strings": known_strings,
+            "spans_per_label": dict(sorted(tally.propagated.items())),
+        },
+        "ids": (
+            {"pseudonymised": False, "kept_by": actor}
+            if config.keep_ids
+            else {"pseudonymised": True, "method": "HMAC-SHA256 under the project secret",
+                  "fields": ["id", "meta.original_id", "meta.patient_key", "meta.source"]}
+        ),
         "files": files,
     }
 
 
 def export_corpus(
-    items: Sequence[ExportItem],
+    items: Iterable[ExportItem],
     out_dir: str | os.PathLike[str],
     *,
     config: ExportConfig,
@@ -288,8 +402,18 @@ def export_corpus(
     audit: Callable[[dict[str, Any]], None] | None = None,
     unreviewed_not_loaded: int = 0,
     skipped_by_reviewer: int = 0,
+    keep_documents: bool = False,
+    estimate: dict[str, Any] | None = None,
 ) -> ExportResult:
     """De-identify, leak-check and write ``items`` to the new folder ``out_dir``.
+
+    Two passes stream the documents. The first gathers the PHI strings of
+    identifying kinds that will be replaced (``KnownPhi``: memory grows with
+    that set of strings, not with the corpus). The second, per document, masks
+    their other occurrences within ``config.leak_scope`` (``config.propagate``;
+    spans with source ``propagated``, the same surrogate as the original within
+    the consistency scope), de-identifies, leak-checks and appends the result to
+    a spool file in the staging folder; the formats are written from the spool.
 
     Raises ``ExportRefused`` (scope not confirmed, target not empty) before any
     work, and ``LeakDetected`` (after writing only ``leak_report.json`` beside
@@ -302,6 +426,9 @@ def export_corpus(
     ``staged`` context (``DbSurrogateMapping``) writes them in a transaction
     that commits only once the folder is in place, so a failed export
     leaves no rows, and a ``MappingConflict`` stops it before the rename.
+    ``keep_documents`` keeps the de-identified documents on the result (tests,
+    small exports). ``estimate`` (the missed-PHI estimate, ``protect/estimate.py``)
+    goes into the manifest.
     """
     target = Path(out_dir)
     _check_target(target)
@@ -316,54 +443,97 @@ def export_corpus(
     report = progress or (lambda _m, _f: None)
     ops = config.operators
     gen = ops.generator(secret)
-    results: list[DeidentifiedDocument] = []
+    leak_scope = config.leak_scope
     n = max(1, len(chosen))
-    for k, item in enumerate(chosen):
-        results.append(
-            deidentify_document(
-                item.doc, item.doc.spans, config=ops, secret=secret,
-                patient_key=item.patient_key, generator=gen,
-            )
-        )
-        if k % 25 == 0:
-            report("de-identifying", 0.7 * k / n)
-    entries = recordable_entries(results, secret)
-    staged = getattr(mapping, "staged", None)
-    if mapping is not None and staged is None:
-        mapping.record(entries)  # a conflict stops the export before any file is written
-    report("checking for leaks", 0.7)
-    leak = check_deidentified(
-        [(i.doc, r) for i, r in zip(chosen, results)], lang=ops.lang, scope=config.leak_scope
-    )
-    if not leak.ok and not config.allow_leaks:
-        leak_path = target.parent / f"{target.name}.leak_report.json"
-        atomic_write_text(leak_path, lambda fh: json.dump(leak.to_dict(), fh, indent=1))
-        raise LeakDetected(
-            f"{len(leak.leaks)} original PHI string(s) found in the output of"
-            f" {len({h.doc_id for h in leak.leaks})} document(s); nothing exported."
-            f" Hits (document, offset, label) are in {leak_path}"
-        )
-    out_docs = []
-    for item, r in zip(chosen, results):
-        doc = r.to_document()
-        extra: dict[str, Any] = {"reviewed": item.reviewed}
-        if item.model_version:
-            extra["model_version"] = item.model_version
-        out_docs.append(doc.with_meta(**extra))
+
+    # Pass 1: the identifying PHI strings of the export (those that will be replaced).
+    known = KnownPhi(ops.lang)
+    if leak_scope != "document":
+        for k, item in enumerate(chosen):
+            patient = _patient_of(item)
+            values = [
+                (sp.label, item.doc.text[sp.start : sp.end])
+                for sp in item.doc.spans
+                if ops.operator_for(sp.label).kind != "keep"
+            ] + known_phi_items(item.doc.meta, doc_id=item.doc.id)
+            for cand in make_candidates(item.doc.id, values, lang=ops.lang, skipped={}):
+                known.add(cand, patient)
+            if k % 200 == 0:
+                report("gathering PHI strings", 0.1 * k / n)
+    checker = LeakChecker(lang=ops.lang, scope=leak_scope, known=known if leak_scope != "document" else None)
+
     target.parent.mkdir(parents=True, exist_ok=True)
     # The host and pid in the name let cleanup remove it once this process is gone.
     stage = Path(tempfile.mkdtemp(prefix=staging_prefix(target.name), dir=target.parent))
     moved = False  # once renamed, a failure (the mapping's commit) removes the new folder
     try:
+        spool = _Spool(stage / ".documents.spool")
+        tally = _Tally()
+        entries: dict[str, MappingEntry] = {}
+        kept: list[DeidentifiedDocument] = []
+        ids: dict[str, str] = {}
+        propagated: list[tuple[str, int, int, str]] = []
+        review_ids: dict[str, Any] = {}  # leaking documents' ids in the store, for links to Review
+        for k, item in enumerate(chosen):
+            doc = item.doc
+            spans = list(doc.spans)
+            if config.propagate:
+                added = _propagated(doc, spans, known, _patient_of(item), leak_scope, ops)
+                propagated.extend((doc.id, sp.start, sp.end, sp.label) for sp in added)
+                spans = sort_spans([*spans, *added])
+            patient = _patient_of(item)
+            avoid = (lambda value, p=patient: known.is_original_of(value, p)) if leak_scope != "document" else None
+            result = deidentify_document(
+                doc, spans, config=ops, secret=secret, patient_key=item.patient_key, generator=gen, avoid=avoid,
+            )
+            out_doc = result.to_document()
+            extra: dict[str, Any] = {"reviewed": item.reviewed}
+            if item.model_version:
+                extra["model_version"] = item.model_version
+            out_doc = out_doc.with_meta(**extra)
+            if not config.keep_ids:
+                new_id, meta = pseudonymise_meta(out_doc.meta, secret, doc.id)
+                out_doc = Document(new_id, out_doc.text, out_doc.spans, meta)
+            if checker.check(doc, result, meta=out_doc.meta) and "db_id" in doc.meta:
+                review_ids[doc.id] = doc.meta["db_id"]
+            ids[doc.id] = out_doc.id
+            spool.add(out_doc, [d.operator for d in result.decisions], result.offset_map.to_dict())
+            tally.add(item, result)
+            for e in recordable_entries([result], secret):
+                entries.setdefault(e.key, e)
+            if keep_documents:
+                kept.append(result)
+            if k % 25 == 0:
+                report("de-identifying and checking for leaks", 0.1 + 0.6 * k / n)
+        spool.finish()
+        leak = checker.report
+        leak.hits.sort(key=lambda h: (h.doc_id, h.field, h.start, h.end))
+        if not leak.ok and not config.allow_leaks:
+            leak_path = target.parent / f"{target.name}.leak_report.json"
+            atomic_write_text(leak_path, lambda fh: json.dump(leak.to_dict(), fh, indent=1))
+            exc = LeakDetected(
+                f"{len(leak.leaks)} original PHI string(s) found in the output of"
+                f" {len({h.doc_id for h in leak.leaks})} document(s); nothing exported."
+                f" Hits (document, offset, label) are in {leak_path}"
+            )
+            exc.report, exc.review_ids = leak, review_ids
+            raise exc
+        entry_list = [entries[key] for key in sorted(entries)]
+        staged = getattr(mapping, "staged", None)
+        if mapping is not None and staged is None:
+            mapping.record(entry_list)  # a conflict stops the export before the rename
         report("writing files", 0.8)
-        format_stats = _write_files(stage, config.formats, out_docs, results, ops.lang)
-        atomic_write_text(stage / "leak_report.json", lambda fh: json.dump(leak.to_dict(), fh, indent=1))
+        format_stats = _write_files(stage, config.formats, spool, ops.lang)
+        spool.path.unlink()
+        # The report inside the export names documents by the ids written there.
+        released = leak.to_dict(rename=ids)
+        atomic_write_text(stage / "leak_report.json", lambda fh: json.dump(released, fh, indent=1))
         files = {
             p.relative_to(stage).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
             for p in sorted(stage.rglob("*"))
             if p.is_file()
         }
-        with staged(entries) if staged is not None else nullcontext() as record:
+        with staged(entry_list) if staged is not None else nullcontext() as record:
             # A transactional mapping (the database's) stays uncommitted until the
             # folder is in place, so a failed export leaves no mapping rows behind.
             if record is not None:
@@ -371,9 +541,10 @@ def export_corpus(
             else:
                 collisions = len(mapping.collisions()) if mapping is not None else None
             manifest = build_manifest(
-                chosen, results, config=config, secret=secret, scope=scope, leak=leak, files=files,
+                tally, config=config, secret=secret, scope=scope, leak=leak, files=files,
                 format_stats=format_stats, collisions=collisions, project=project, actor=actor,
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                known_strings=known.n_strings, estimate=estimate,
             )
             atomic_write_text(stage / "manifest.json", lambda fh: json.dump(manifest, fh, indent=1, sort_keys=True))
             _check_target(target)
@@ -387,7 +558,29 @@ def export_corpus(
     report("done", 1.0)
     if audit is not None:
         audit({k: manifest[k] for k in ("created_at", "documents", "spans", "formats", "scope", "leak_check", "secret_fingerprint")} | {"path": str(target)})
-    return ExportResult(target, manifest, leak, results)
+    return ExportResult(target, manifest, leak, kept, ids, propagated)
+
+
+def _patient_of(item: ExportItem) -> str:
+    return item.patient_key if item.patient_key is not None else f"\x00doc:{item.doc.id}"
+
+
+def _propagated(
+    doc: Document, spans: Sequence[Span], known: KnownPhi, patient: str, scope: str, ops: OperatorConfig
+) -> list[Span]:
+    """Spans for the other occurrences of the scope's PHI strings in ``doc``."""
+    index = known
+    if scope == "document":  # only the note's own strings
+        index = KnownPhi(ops.lang)
+        values = [(s.label, doc.text[s.start : s.end]) for s in spans if ops.operator_for(s.label).kind != "keep"]
+        values += known_phi_items(doc.meta, doc_id=doc.id)
+        for cand in make_candidates(doc.id, values, lang=ops.lang, skipped={}):
+            index.add(cand, patient)
+    found = [
+        Span(start, end, label, PROPAGATED, 1.0)
+        for start, end, label in index.spans_in(doc.text, patient, "corpus" if scope == "document" else scope)  # type: ignore[arg-type]
+    ]
+    return select_new(spans, found) if found else []
 
 
 def recordable_entries(results: Sequence[DeidentifiedDocument], secret: bytes) -> list[MappingEntry]:
@@ -454,8 +647,13 @@ def export_project(
     confirm_unreviewed: bool = False,
     mapping: SurrogateMapping | None = None,
     progress: Progress | None = None,
+    keep_documents: bool = False,
 ) -> ExportResult:
     """Export a project from the store and record the export as an audit event.
+
+    ``config.keep_ids`` (original ids, patient keys and source paths in the
+    output) is for an active admin only: anyone else gets ``PermissionDenied``
+    before any work (audited as ``export_refused``).
 
     ``config`` defaults to the project's ``export_operators`` setting (or
     surrogates for every label) in its language and scheme, JSONL only. The
@@ -484,24 +682,54 @@ def export_project(
         with write_session(engine) as s:
             record_event(s, actor, "export", "project", info.id, project_id=info.id, after=summary)
 
-    items = items_from_store(engine, project, include_unreviewed=config.include_unreviewed)
-    skipped = 0 if config.include_unreviewed else count_documents(engine, project, UNREVIEWED)
     try:
+        if config.keep_ids:
+            _check_admin(engine, actor)
+        items = items_from_store(engine, project, include_unreviewed=config.include_unreviewed)
+        skipped = 0 if config.include_unreviewed else count_documents(engine, project, UNREVIEWED)
         return export_corpus(
             items, out_dir, config=config, secret=secret, mapping=mapping,
             confirm_unreviewed=confirm_unreviewed, project=project, actor=actor,
             progress=progress, audit=audit, unreviewed_not_loaded=skipped,
             skipped_by_reviewer=count_documents(engine, project, ("skipped",)),
+            keep_documents=keep_documents, estimate=project_estimate(engine, project, info.settings),
         )
-    except (LeakDetected, ExportRefused, MappingConflict) as exc:
+    except (LeakDetected, ExportRefused, MappingConflict, PermissionDenied) as exc:
         with write_session(engine) as s:
             record_event(
                 s, actor, "export_refused", "project", info.id, project_id=info.id,
                 after={"reason": type(exc).__name__, "path": str(out_dir),
                        "formats": list(config.formats),
-                       "include_unreviewed": config.include_unreviewed},
+                       "include_unreviewed": config.include_unreviewed,
+                       "keep_ids": config.keep_ids},
             )
         raise
+
+
+def project_estimate(engine: Any, project: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The missed-PHI estimate for the manifest: from all reviewed notes, and from the
+    audit sample alone, with the admin's target and the stopping rule's verdict."""
+    from deid_core.protect.estimate import estimate_project
+
+    target = settings.get("missed_phi_target")
+    out: dict[str, Any] = {"target_per_1000_notes": target, "unit": "missed PHI characters per 1,000 notes"}
+    for name, audit_only in (("reviewed", False), ("audit", True)):
+        est = estimate_project(engine, project, audit_only=audit_only)
+        out[name] = est.to_dict() if est.documents else None
+        if est.documents and target is not None:
+            out[name]["below_target"] = est.below(float(target))
+    return out
+
+
+def _check_admin(engine: Any, username: str) -> None:
+    from deid_core.store.users import get_user
+
+    try:
+        user = get_user(engine, username)
+    except DeidError:
+        user = None
+    if user is None or user.role != "admin" or not getattr(user, "active", True):
+        raise PermissionDenied("keeping original ids in an export is for an active admin only")
 
 
 def export_mapping_as(

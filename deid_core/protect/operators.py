@@ -12,15 +12,15 @@ from the secret, never from a counter).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from deid_core.errors import UnsupportedFormat
 from deid_core.protect.dateshift import DEFAULT_MAX_DAYS
 from deid_core.protect.replace import OffsetMap, Replacement, apply_replacements
-from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping
-from deid_core.protect.surrogates import KINDS, SurrogateGenerator
+from deid_core.protect.surrogate_map import MappingEntry, SurrogateMapping, normalise, pseudonym
+from deid_core.protect.surrogates import IDENTIFYING_KINDS, KINDS, SurrogateGenerator
 from deid_core.spans import Document, Span, check_no_overlap, sort_spans
 
 OperatorKind = Literal["tag", "redact", "surrogate", "keep"]
@@ -220,6 +220,7 @@ def deidentify_document(
     patient_key: str | None,
     mapping: SurrogateMapping | None = None,
     generator: SurrogateGenerator | None = None,
+    avoid: Callable[[str], bool] | None = None,
 ) -> DeidentifiedDocument:
     """De-identify one note. Pure: the output depends only on the arguments.
 
@@ -230,6 +231,9 @@ def deidentify_document(
     the same entries are on the result for callers that collect them later.
     Spans must fit the text and must not overlap (``InvalidSpan`` /
     ``OverlappingSpans`` otherwise, naming offsets and labels only).
+    A surrogate equal to another original of an identifying kind in the note, or
+    one for which ``avoid`` is true (the export passes the patient's other
+    originals), is not used: the fallback operator applies instead.
     """
     ops: OperatorConfig = config if isinstance(config, OperatorConfig) else config.operators
     gen = generator if generator is not None else ops.generator(secret)
@@ -241,6 +245,12 @@ def deidentify_document(
     replacements: list[Replacement] = []
     plan: list[tuple[Span, str, str | None, str]] = []
     entries: list[MappingEntry] = []
+    # A surrogate equal to another original of an identifying kind in this note
+    # would put someone else's real name (or id) into the output: such a draw
+    # gets the fallback instead (the leak check reports it as a collision).
+    originals = {
+        normalise(doc.text[s.start : s.end]) for s in ordered if gen.kind_of(s.label) in IDENTIFYING_KINDS
+    }
     for span in ordered:
         value = doc.text[span.start : span.end]
         spec = ops.operator_for(span.label)
@@ -251,7 +261,11 @@ def deidentify_document(
         if spec.kind == "surrogate":
             sur = gen.generate(value, span.label, patient_key=key)
             kind = sur.kind
-            if sur.text is not None:
+            folded = normalise(sur.text) if sur.text is not None else ""
+            clash = folded != normalise(value) and (
+                folded in originals or (avoid is not None and sur.text is not None and avoid(sur.text))
+            )
+            if sur.text is not None and not clash:
                 if sur.entry is not None:
                     entries.append(sur.entry)
                 if sur.text == value:
@@ -270,7 +284,8 @@ def deidentify_document(
     )
     if mapping is not None and entries:
         mapping.record(entries)
-    meta: dict[str, Any] = {k: doc.meta[k] for k in ops.keep_meta if k in doc.meta}
+    # Identifiers from the record (meta.known_phi) never leave, whatever keep_meta says.
+    meta: dict[str, Any] = {k: doc.meta[k] for k in ops.keep_meta if k in doc.meta and k != "known_phi"}
     meta["original_id"] = doc.id
     meta["patient_key"] = patient_key
     meta["deidentified"] = True
@@ -284,6 +299,21 @@ def deidentify_document(
         tuple(entries),
         meta,
     )
+
+
+def pseudonymise_meta(meta: Mapping[str, Any], secret: bytes, doc_id: str) -> tuple[str, dict[str, Any]]:
+    """``(new id, new meta)`` of a de-identified document with HMAC pseudonyms for its
+    id, ``original_id``, ``patient_key`` and ``source``: those come from the record
+    (an MRN, a file path holding a name) and no span covers them."""
+    out = dict(meta)
+    new_id = pseudonym(secret, "document", doc_id)
+    out["original_id"] = new_id
+    if out.get("patient_key") is not None:
+        out["patient_key"] = pseudonym(secret, "patient", str(out["patient_key"]))
+    if out.get("source") is not None:
+        out["source"] = pseudonym(secret, "source", str(out["source"]))
+    out["ids"] = "pseudonymised"
+    return new_id, out
 
 
 def patient_key_from_meta(doc: Document, path: str | None) -> str | None:

@@ -191,3 +191,19 @@ def export_mapping(
 
     atomic_write_text(path, write)
     return count
+
+
+#: Prefixes of pseudonymous ids, by what they replace.
+PSEUDONYM_PREFIXES = {"document": "doc", "patient": "pt", "source": "src"}
+
+
+def pseudonym(secret: bytes, namespace: str, value: str) -> str:
+    """A stable pseudonymous id for a document id, patient key or source path.
+
+    An HMAC-SHA256 under the project secret, so the same original gives the same
+    pseudonym in every export of the project (notes added later line up), while
+    without the secret nothing links it back. ``namespace`` is ``document``,
+    ``patient`` or ``source``.
+    """
+    prefix = PSEUDONYM_PREFIXES[namespace]
+    return f"{prefix}-{_hmac(secret, 'pseudonym', namespace, str(value))[:20]}"

@@ -69,6 +69,12 @@ CATEGORY_KINDS = {
     "DATE": "date", "CONTACT": "id", "ID": "id",
 }
 _MAX_TRIES = 16
+#: Kinds that identify a person or place: propagated across notes, searched in
+#: every note of the leak check's scope, and never drawn as another value's surrogate.
+IDENTIFYING_KINDS = frozenset({
+    "name", "username", "id", "phone", "email", "url", "ip", "zip",
+    "hospital", "health_centre", "organization", "street", "location", "city",
+})
 _FAKER_LOCK = threading.Lock()
 
 
@@ -284,8 +290,12 @@ def is_generic_place(value: str) -> bool:
     """Only words any hospital, street or organisation name may hold ("Hospital
     General", "Centro de Salud"): nothing identifying, in either language."""
     words = _content_words(value)
-    shared = {_fold(w) for lang in ("en", "es") for w in _language_data(lang).get("shared_words") or ()}
-    return bool(words) and words <= shared
+    return bool(words) and words <= _generic_words()
+
+
+@lru_cache(maxsize=1)
+def _generic_words() -> frozenset[str]:
+    return frozenset(_fold(w) for lang in ("en", "es") for w in _language_data(lang).get("shared_words") or ())
 
 
 # -- format-preserving kinds ---------------------------------------------------

@@ -8,7 +8,7 @@ file, line and offset) rolls back everything the batch had written.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -80,6 +80,7 @@ def read_documents(
     delimiter: str = ",",
     require_ann: bool = False,
     allowed_labels: frozenset[str] | None = None,
+    known_columns: Mapping[str, str] | None = None,
 ) -> Iterator[Document]:
     """Stream documents from every path in the given format (errors name file, line, offset).
 
@@ -96,7 +97,8 @@ def read_documents(
             docs = iter_txt(p)
         elif fmt == "csv":
             docs = read_csv(p, text_column=text_column, id_column=id_column,
-                            patient_column=patient_column, delimiter=delimiter)
+                            patient_column=patient_column, delimiter=delimiter,
+                            known_columns=known_columns)
         elif fmt == "brat":
             docs = read_brat_dir(p, require_ann=require_ann)
         else:
@@ -131,6 +133,7 @@ def import_paths(
     id_column: str | None = None,
     patient_column: str | None = None,
     delimiter: str = ",",
+    known_columns: Mapping[str, str] | None = None,
     actor: Actor = SYSTEM,
     progress: Progress | None = None,
 ) -> ImportResult:
@@ -151,7 +154,8 @@ def import_paths(
                if annotations == "gold" else None)
     docs = read_documents(fmt, ps, text_column=text_column, id_column=id_column,
                           patient_column=patient_column, delimiter=delimiter,
-                          require_ann=annotations == "gold", allowed_labels=allowed)
+                          require_ann=annotations == "gold", allowed_labels=allowed,
+                          known_columns=known_columns)
     return import_documents(
         engine, project, docs, annotations=annotations, fmt=fmt,
         source=", ".join(str(p) for p in ps), actor=actor, progress=progress,

@@ -28,6 +28,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from deid_core.engine.propagate import known_phi_items
 from deid_core.errors import (
     AlreadyExists,
     CorpusFormatError,
@@ -305,6 +306,9 @@ def check_import_doc(doc: Document, allowed_labels: frozenset[str] | None) -> No
     the project's scheme.
     """
     where = {"doc_id": doc.id[:80]}
+    # Identifiers from the record (issue 14) are stored with the note, like its text; a
+    # malformed list stops the batch here, naming the note and item, never the value.
+    known_phi_items(doc.meta, doc_id=doc.id[:80])
     if len(doc.id) > MAX_EXTERNAL_ID:
         # Not quoted at all: an id this long is usually note text in the wrong column.
         raise CorpusFormatError(

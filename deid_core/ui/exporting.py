@@ -11,8 +11,10 @@ from __future__ import annotations
 import io
 import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import platformdirs
 
@@ -40,3 +42,67 @@ def zip_folder(folder: Path) -> bytes:
             if path.is_file():
                 zf.write(path, path.relative_to(folder.parent).as_posix())
     return buf.getvalue()
+
+
+#: The Review page's address; it reads ``doc`` (the note's id in the store),
+#: ``start`` and ``end`` (offsets into the original note) from the query string.
+REVIEW_PAGE = "review"
+
+
+def review_link(db_id: int, start: int | None, end: int | None) -> str:
+    """A link that opens a note in Review at an offset (query parameters, no text).
+
+    Review reads ``doc`` and ``offset`` (the hit's start); ``end`` is not needed
+    there: the editor scrolls to and marks the token at the offset.
+    """
+    query = {"doc": int(db_id)}
+    if start is not None and end is not None:
+        query |= {"offset": int(start)}
+    return f"{REVIEW_PAGE}?{urlencode(query)}"
+
+
+def leak_rows(report: Any, review_ids: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The leak check's failing hits as table rows: where, what kind, and a Review link.
+
+    Offsets are those of the original note (what a reviewer sees) when the hit is
+    in the note text, else those inside the meta field. No row carries note text.
+    """
+    rows = []
+    for h in report.leaks:
+        in_text = h.field == "text"
+        start = h.orig_start if in_text and h.orig_start is not None else h.start
+        end = h.orig_end if in_text and h.orig_end is not None else h.end
+        db_id = review_ids.get(h.doc_id)
+        rows.append({
+            "document": h.doc_id,
+            "where": h.field,
+            "start": start,
+            "end": end,
+            "label": h.label,
+            "match": h.match,
+            "from document": h.source_doc_id,
+            "open": review_link(db_id, start if in_text else None, end if in_text else None)
+            if db_id is not None else None,
+        })
+    return rows
+
+
+def estimate_lines(estimate: Mapping[str, Any]) -> list[str]:
+    """Plain sentences for the Export page from ``protect.export.project_estimate``."""
+    lines = []
+    target = estimate.get("target_per_1000_notes")
+    for name, what in (("reviewed", "all reviewed notes"), ("audit", "the random audit sample")):
+        est = estimate.get(name)
+        if not est:
+            lines.append(f"From {what}: no reviewed note with a stored prediction yet.")
+            continue
+        verdict = ""
+        if target is not None:
+            verdict = (" Under the target: the stopping rule is met." if est.get("below_target")
+                       else " Not yet under the target: review more of the audit sample.")
+        lines.append(
+            f"From {what} ({est['documents']} notes): about {est['per_1000_notes']:.0f} PHI characters"
+            f" missed per 1,000 notes (95% interval {est['low']:.0f} to {est['high']:.0f});"
+            f" character recall {est['char_recall']:.4f}.{verdict}"
+        )
+    return lines

@@ -112,6 +112,9 @@ def queue_orders(engine: Engine, project: Any) -> dict[str, str]:
     on an empty queue.
     """
     orders = dict(QUEUE_ORDERS)
+    # An audit sample drawn on the Export page (random unreviewed notes) leads while it lasts.
+    if repo.review_queue(engine, project.name, order="strategy:audit", statuses=["new", "in_review"], limit=1):
+        orders = {"strategy:audit": "Audit sample (random notes for the PHI-left estimate)", **orders}
     strategy = project.settings.get("strategy")
     if not strategy:
         return orders
@@ -197,9 +200,10 @@ def _claim(engine: Engine, project_id: int, doc_id: int, reviewer: str) -> bool:
 def claim_next_note(engine: Engine, project: Any, reviewer: str) -> repo.DocumentLayers | None:
     """"Review next": the reviewer's open note, else the next by the project's strategy.
 
-    When active learning has scored the queue (``settings["strategy"]`` with
-    scores stored through ``set_queue_scores``) the best-scored unassigned note
-    is claimed; otherwise, or once scored notes run out, the store's
+    Notes of the audit sample (``protect.estimate.draw_audit_sample``) come
+    first. When active learning has scored the queue (``settings["strategy"]``
+    with scores stored through ``set_queue_scores``) the best-scored unassigned
+    note is claimed; otherwise, or once scored notes run out, the store's
     least-confident-first claim is used.
     """
     mine = repo.review_queue(engine, project.name, statuses=["in_review"], assigned_to=reviewer,
@@ -207,9 +211,10 @@ def claim_next_note(engine: Engine, project: Any, reviewer: str) -> repo.Documen
     if mine:
         return repo.get_document(engine, mine[0].doc_id)
     strategy = project.settings.get("strategy")
-    if strategy:
+    # The audit sample first: its reviews make the unbiased missed-PHI estimate.
+    for order in ["strategy:audit"] + ([f"strategy:{strategy}"] if strategy else []):
         for _attempt in range(5):
-            rows = repo.review_queue(engine, project.name, order=f"strategy:{strategy}",
+            rows = repo.review_queue(engine, project.name, order=order,
                                      statuses=["new"], unassigned_only=True, limit=10)
             if not rows:
                 break
