@@ -78,7 +78,7 @@ class BatchSettings:
 
 
     def fingerprint(self) -> str:
-        """What a partition's output depends on: model, mode, bias, operators, secret id.
+        """What a partition's output depends on: model, mode, bias, operators, secret id, ids, leaks.
 
         The model is identified by its manifest (hashes of every file), the
         secret by its HMAC fingerprint, never by its bytes.
@@ -94,6 +94,7 @@ class BatchSettings:
             "secret": secret_fingerprint(bytes.fromhex(self.secret_hex)),
             "patient_key": self.patient_key, "id_column": self.id_column,
             "text_column": self.text_column, "output_format": self.output_format,
+            "keep_ids": self.keep_ids, "allow_leaks": self.allow_leaks, "propagate": self.propagate,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
