@@ -8,6 +8,7 @@ from deid_core.engine.model import DeidModel
 from deid_core.engine.recall_bias import RECALL_BIAS_KEY
 from deid_core.store import repository as repo
 from deid_core.synthetic.starter import ensure_starter
+from deid_core.ui.bias import BIAS_MAX, BIAS_MIN, model_recall_bias
 from deid_core.ui.jobs import get_job, wait
 
 
@@ -46,7 +47,8 @@ def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
                                 n_train_docs=1, activate=True)
     at = app_as("ada", "admin", page="bias")
     assert not at.exception
-    recall_bias = round(model.metadata[RECALL_BIAS_KEY] * 4) / 4
+    recall_bias = model_recall_bias(model)  # the recorded value on the slider's grid and range
+    assert recall_bias == min(BIAS_MAX, max(BIAS_MIN, round(model.metadata[RECALL_BIAS_KEY] * 4) / 4))
     assert any("records a recall bias" in c for c in texts(at.caption))
     at.button(key="use_recall_bias").click().run()
     assert not at.exception
