@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from people import add_users
 
 from deid_core.protect.estimate import (
     draw_audit_sample,
@@ -52,6 +53,7 @@ def test_estimate_and_audit_sample_from_the_store(store) -> None:  # type: ignor
     from deid_core.synthetic import generate_notes
 
     notes = generate_notes(8, seed=3)
+    add_users(store, admins=("admin",), reviewers=("ann", "bob"))
     create_project(store, "p", lang="en", scheme="i2b2_2014")
     import_documents(store, "p", notes, annotations="none")
     rows = review_queue(store, "p", order="id", limit=100)

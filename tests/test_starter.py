@@ -110,7 +110,8 @@ def test_deidentify_and_bias_sweep_use_the_starter(starter_env, notes_file, tmp_
                "--mode", "tag", "--allow-leaks"])
     assert rc == 0
     recall_bias = starter_env["model"].metadata[RECALL_BIAS_KEY]
-    assert f"model {starter_env['model'].version}, bias {recall_bias})" in capsys.readouterr().out
+    summary = json.loads(capsys.readouterr().out.split("\n}\n", 1)[0] + "\n}")
+    assert summary["model"] == starter_env["model"].version and summary["bias"] == recall_bias
     rc = main(["bias-sweep", "--gold", str(notes_file), "--from", "-1", "--to", "0", "--step", "1", "--json"])
     assert rc == 0
     result = json.loads(capsys.readouterr().out)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from deid_core.spans import Span
+from deid_core.store.authz import SYSTEM, Actor
 
 AUDIT_STRATEGY = "audit"
 DEFAULT_BOOTSTRAP = 2000
@@ -170,7 +171,7 @@ def estimate_project(
                            sample="audit" if audit_only else "reviewed")
 
 
-def draw_audit_sample(engine: Any, project: str, n: int, *, seed: int, actor: str = "system") -> list[int]:
+def draw_audit_sample(engine: Any, project: str, n: int, *, seed: int, actor: Actor = SYSTEM) -> list[int]:
     """Draw ``n`` unreviewed notes at random and queue them for review (strategy ``audit``).
 
     Their reviews make an unbiased sample for ``estimate_project(audit_only=True)``.

@@ -7,21 +7,11 @@ kept under ``artifacts/screenshots/`` (git-ignored) for a person to look at.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from browser_support import MARKS, PASSWORD, chromium, shot, streamlit_app
 
-CHROMIUM = "/usr/bin/chromium"
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-PASSWORD = "correct horse battery"
 XSS_TEXT = (
     "Patient Zed Quill seen today.\n"
     "<script>window.__xss = 'script'</script> Note: <img src=x onerror=\"window.__xss='img'\">\n"
@@ -29,18 +19,7 @@ XSS_TEXT = (
 )
 XSS_LABEL = "<img src=x onerror=\"window.__xss='label'\">"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"{CHROMIUM} is missing: install Debian's chromium to run browser tests"),
-]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = MARKS
 
 
 def seed(url: str, model_root: Path) -> None:
@@ -79,48 +58,15 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     url = f"sqlite:///{tmp / 'e2e.db'}"
     seed(url, tmp / "models")
-    port = free_port()
-    env = dict(os.environ, DEID_DATABASE_URL=url, DEID_DATA_DIR=str(tmp / "data"),
-               DEID_MODEL_DIR=str(tmp / "models"))
-    log = open(tmp / "streamlit.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: see " + str(tmp / "streamlit.log"))
-    yield f"http://127.0.0.1:{port}/"
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_app(tmp, url, extra_args=("--server.address", "127.0.0.1", "--server.headless",
+                                              "true", "--browser.gatherUsageStats", "false")) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def queue_table(page) -> None:

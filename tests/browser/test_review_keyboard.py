@@ -10,21 +10,10 @@ light and dark mode go to ``artifacts/screenshots/`` (git-ignored) for a person 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
+from browser_support import MARKS, PASSWORD, chromium, shot, streamlit_app
 
-CHROMIUM = "/usr/bin/chromium"
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-PASSWORD = "correct horse battery"
 USERS = ("kim", "lee", "max", "ned", "ora", "pia", "quin", "ray", "sue", "tom", "uma", "val")
 
 # The misses note: "Stevens" is a DOCTOR span once and unmarked once ("A. Stevens"),
@@ -33,12 +22,7 @@ MISSES = "Dr. Stevens saw the patient today.\nLater A. Stevens called from 02139
 CLEAN = "Patient seen on 01/02/2067 by Dr. Ruiz at Mercy Hospital."
 EDIT = "Ann Lee (MRN 445566) was seen by Dr. Bo Chan in Salem on 05/06/2067 for a cough."
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                       reason=f"{CHROMIUM} is missing: install Debian's chromium to run browser tests"),
-]
+pytestmark = MARKS
 
 
 def _span(text, word, label, score=0.97, nth=0, source="crf:seed"):
@@ -92,50 +76,14 @@ def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("kb")
     url = f"sqlite:///{tmp / 'kb.db'}"
     ids = seed(url)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    env = dict(os.environ, DEID_DATABASE_URL=url, DEID_DATA_DIR=str(tmp / "data"),
-               DEID_MODEL_DIR=str(tmp / "models"))
-    log = open(tmp / "streamlit.log", "w")  # noqa: SIM115 - closed below
-    # Run from the checkout: .streamlit/config.toml (toolbar, address) applies, as in scripts/demo.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: see " + str(tmp / "streamlit.log"))
-    yield {"base": f"http://127.0.0.1:{port}/", "ids": ids, "url": url, "tmp": tmp}
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_app(tmp, url) as base:
+        yield {"base": base, "ids": ids, "url": url, "tmp": tmp}
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 class Sent:
