@@ -405,6 +405,12 @@ def test_review_in_light_and_dark_mode_is_readable(browser, app, scheme):
     page.context.close()
 
 
+def settle(page, timeout: float = 30_000) -> None:
+    """Wait until Streamlit has no script run in progress (its status widget is gone)."""
+    page.wait_for_timeout(300)  # the rerun the last action triggers has started by now
+    page.locator("[data-testid='stStatusWidget']").wait_for(state="detached", timeout=timeout)
+
+
 def test_import_uploader_starts_empty_after_an_import(browser, app, tmp_path):
     from deid_core.corpus import document_to_dict
     from deid_core.synthetic import generate_notes
@@ -424,6 +430,9 @@ def test_import_uploader_starts_empty_after_an_import(browser, app, tmp_path):
     # a .jsonl picked as plain text is refused by name, nothing imported
     page.get_by_role("combobox", name="Format").click()
     page.get_by_role("option", name="txt: Plain text notes").click()
+    # The format change reruns the page; a file given to the uploader before that rerun
+    # ends lands in the widget the rerun replaces. Wait for the run to finish first.
+    settle(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(good))
     page.get_by_text("good.jsonl").first.wait_for(timeout=30_000)
     page.get_by_role("button", name="Import", exact=True).click()
