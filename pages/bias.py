@@ -19,6 +19,7 @@ from deid_core.ui.bias import (
     metrics_at_bias,
     model_recall_bias,
 )
+from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import get_job, start_job
 from deid_core.ui.queue import predict_unreviewed
 from deid_core.ui.render import page_html, render_legend_html, render_note_html
@@ -133,15 +134,8 @@ if st.button("Use for this project", type="primary", disabled=running, key="use_
 
 @st.fragment(run_every=1.0)
 def job_status() -> None:
-    j = get_job(job_name)
-    if j is None:
-        return
-    snap = j.snapshot()
-    if snap["status"] == "running":
-        st.progress(snap["fraction"], text=f"Re-predicting the queue: {snap['message']}")
-    elif snap["status"] == "failed":
-        st.error(f"Re-prediction failed: {md(snap['error'])}")
-    else:
+    snap = show_job(get_job(job_name), running="Re-predicting the queue", failed="Re-prediction failed")
+    if snap is not None:
         st.success(f"Queue re-predicted at the saved bias ({snap['message']}).")
 
 

@@ -13,6 +13,7 @@ from deid_core.schemes import BUILTIN_SCHEMES
 from deid_core.store import repository as repo
 from deid_core.store.importers import FORMATS, import_paths
 from deid_core.ui.importing import format_mismatch
+from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import get_job, start_job
 from deid_core.ui.learning import install_starter, predict_with_active, starter_applies
 from deid_core.ui.resources import guard
@@ -48,15 +49,9 @@ project = ctx.need_project()
 
 @st.fragment(run_every=2.0)
 def starter_status() -> None:
-    j = get_job(f"starter:{project.name}")
-    if j is None:
-        return
-    snap = j.snapshot()
-    if snap["status"] == "running":
-        st.progress(snap["fraction"], text=f"Starter model: {snap['message']}")
-    elif snap["status"] == "failed":
-        st.error(f"The starter model could not be installed: {snap['error']}")
-    else:
+    snap = show_job(get_job(f"starter:{project.name}"), running="Starter model",
+                    failed="The starter model could not be installed")
+    if snap is not None:
         st.success("The starter model is this project's active model: imported notes are"
                    " pre-annotated with it.")
 

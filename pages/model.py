@@ -10,10 +10,10 @@ import streamlit as st
 from deid_core.learning.active import strategy_descriptions
 from deid_core.learning.registry import RetrainPolicy, learning_curve
 from deid_core.store import repository as repo
+from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
 from deid_core.ui.resources import guard
-from deid_core.ui.safe_text import md
 
 ctx = guard("model")
 project = ctx.need_project()
@@ -65,12 +65,8 @@ def job_panel() -> None:
         return
     if ended_unseen(st.session_state, j):
         st.rerun(scope="app")  # versions, curve, history and buttons live outside the fragment
-    snap = j.snapshot()
-    if snap["status"] == "running":
-        st.progress(snap["fraction"], text=f"{snap['label']}: {snap['message']}")
-    elif snap["status"] == "failed":
-        st.error(f"{snap['label']} failed: {md(snap['error'])}")
-    else:
+    snap = show_job(j)
+    if snap is not None:
         result = j.result
         if isinstance(result, dict) and "accepted" in result:
             (st.success if result["accepted"] else st.warning)(
