@@ -268,3 +268,32 @@ def test_cli_project_create_with_starter(starter_env, tmp_path, monkeypatch, cap
     assert main(["project", "create", "es", "--lang", "es", "--scheme", "meddocan", "--starter", "--db", url]) == 1
     assert "no starter model" in capsys.readouterr().err
     assert [p.name for p in repo.list_projects(open_store(url))] == ["ward"]
+
+
+def test_a_second_caller_waits_for_a_build_in_progress_instead_of_building_again(tmp_path, monkeypatch):
+    """Two processes starting together (the app and a CLI run) train the starter once."""
+    import threading
+
+    monkeypatch.setenv("DEID_STARTER_DIR", str(tmp_path))
+    monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
+    target = starter_mod.starter_dir("en")
+    builds: list[str] = []
+    monkeypatch.setattr(starter_mod, "build_starter", lambda lang, progress=None: builds.append(lang))
+    messages: list[str] = []
+    waiting = threading.Event()
+
+    def on_progress(message: str, fraction: float) -> None:
+        messages.append(message)
+        waiting.set()
+
+    result: list[Path] = []
+    with starter_mod._build_lock(target, lambda: None):  # "the other process" holds the build
+        waiter = threading.Thread(target=lambda: result.append(starter_mod.ensure_starter("en", progress=on_progress)))
+        waiter.start()
+        assert waiting.wait(30), "the second caller never reported that it waits"
+        target.mkdir(parents=True)
+        (target / starter_mod.MANIFEST).write_text("{}")  # the other build finishes
+    waiter.join(30)
+    assert result == [target]
+    assert builds == []  # it used the finished build rather than training its own
+    assert any("waiting" in m for m in messages)

@@ -31,7 +31,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import metadata as importlib_metadata
@@ -205,15 +206,48 @@ def build_starter(lang: str = "en", *, progress: Progress | None = None) -> Deid
     return model
 
 
+@contextmanager
+def _build_lock(target: Path, on_wait: Callable[[], None]) -> Iterator[None]:
+    """One build per starter at a time, across processes.
+
+    The app and a CLI run started together would otherwise both spend minutes
+    training the same model. ``flock`` is released by the kernel if the holder
+    dies, so a crashed build never leaves a stale lock behind.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, two builds at worst (the save is atomic)
+        yield
+        return
+    with open(target.parent / f".{target.name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def ensure_starter(lang: str = "en", *, progress: Progress | None = None) -> Path:
     """The starter's model directory for ``lang``, built and cached on first use."""
     target = starter_dir(lang)
     if (target / MANIFEST).is_file():
         return target
-    log.info("building the %s starter model in %s", lang, target)
-    model = build_starter(lang, progress=progress)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.save(target)  # atomic: a crash leaves no half-written starter
+    def waiting() -> None:
+        log.info("waiting for another process building the %s starter", lang)
+        if progress is not None:
+            progress("starter: another process is building it; waiting for that build", 0.0)
+
+    with _build_lock(target, waiting):
+        if (target / MANIFEST).is_file():  # another process built it while we waited
+            return target
+        log.info("building the %s starter model in %s", lang, target)
+        model = build_starter(lang, progress=progress)
+        model.save(target)  # atomic: a crash leaves no half-written starter
     _prune(target)
     return target
 
@@ -227,6 +261,7 @@ def _prune(current: Path) -> None:
         if (other != current and other.is_dir() and o_prefix == prefix and len(o_rest) == 16 + len(suffix)
                 and o_rest[16:] == suffix and (other / MANIFEST).is_file()):
             shutil.rmtree(other, ignore_errors=True)
+            (other.parent / f".{other.name}.lock").unlink(missing_ok=True)
 
 
 def starter_model(lang: str = "en", *, progress: Progress | None = None) -> DeidModel:
