@@ -21,6 +21,7 @@ from deid_core.ui.rules import (
     demote_and_repredict,
     restore_and_repredict,
     rule_history,
+    rule_job_summary,
     rule_table,
     suggestion_table,
 )
@@ -87,6 +88,8 @@ def job_panel() -> None:
             if result.get("demoted_rules"):
                 st.warning("Demoted to features only (precision below the threshold): "
                            + ", ".join(result["demoted_rules"]))
+        elif isinstance(result, dict) and ("demoted" in result or "restored" in result):
+            st.success(rule_job_summary(result))
         else:
             st.success(f"{snap['label']}: done ({snap['message']})")
 

@@ -49,6 +49,18 @@ def suggestion_table(feedback: RuleFeedback) -> pd.DataFrame:
     )
 
 
+def rule_job_summary(result: dict[str, Any]) -> str:
+    """One line for a finished demote/undo/check job (rule names and counts only)."""
+    parts = []
+    if "demoted" in result:
+        names = result["demoted"]
+        parts.append(f"demoted {', '.join(names)} to feature-only" if names else "no rule is below the threshold")
+    if result.get("restored"):
+        parts.append(f"restored {', '.join(result['restored'])}")
+    parts.append(f"{result.get('repredicted', 0)} unreviewed notes re-predicted")
+    return "Rules: " + "; ".join(parts) + "."
+
+
 def _repredict(engine: Engine, project: str, actor: str, progress: Progress | None) -> int:
     from deid_core.ui.learning import predict_with_active
 
