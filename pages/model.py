@@ -11,7 +11,6 @@ import streamlit as st
 from deid_core.learning.active import strategy_descriptions
 from deid_core.learning.registry import RetrainPolicy, learning_curve
 from deid_core.store import repository as repo
-from deid_core.store.rule_feedback import project_rule_feedback
 from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
@@ -23,6 +22,7 @@ from deid_core.ui.rules import (
     rule_history,
     rule_job_summary,
     rule_table,
+    session_feedback,
     suggestion_table,
 )
 
@@ -171,7 +171,7 @@ with st.expander("Retraining policy"):
         st.success("Saved.")
 
 st.subheader("Rules")
-feedback = project_rule_feedback(ctx.engine, project.name, actor=actor)
+feedback = session_feedback(st.session_state, ctx.engine, project.name, actor)
 rp = feedback.policy
 st.caption(
     f"What reviewers did to each rule's spans on {feedback.n_notes} reviewed notes: kept, relabelled,"

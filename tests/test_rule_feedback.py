@@ -167,6 +167,7 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
     from deid_core.store.rule_feedback import (
         apply_rule_policy,
         demote_rule,
+        feedback_key,
         project_rule_feedback,
         restore_rule,
     )
@@ -179,6 +180,7 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
                                 activate=True, actor="ada")
     predict_queue(store, "p", actor="ada")
     rows = repo.review_queue(store, "p", order="id", limit=100)
+    unreviewed_key = feedback_key(store, "p")
     # Eleven reviews: every phone_dashed span deleted, everything else kept, "Kestrel" added
     # (the model predicts nothing there).
     for row in rows[:11]:
@@ -192,6 +194,8 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
         final = [*kept, Span(i, i + 7, "HOSPITAL", "human:ann")]
         repo.save_review(store, row.doc_id, "ann", final, layers.version)
 
+    key = feedback_key(store, "p")
+    assert feedback_key(store, "p") == key and key[1] == 11 and key != unreviewed_key
     feedback = project_rule_feedback(store, "p", actor="ada")
     assert feedback.n_notes == 11
     phone = feedback.stats["phone_dashed"]
@@ -208,6 +212,7 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
         demote_rule(store, "p", "phone_dashed", actor="ann")
 
     assert apply_rule_policy(store, "p", actor="ada") == ["phone_dashed"]
+    assert feedback_key(store, "p") != key  # the Model page recomputes after a demotion
     assert apply_rule_policy(store, "p", actor="ada") == []  # already demoted
     settings = repo.get_project(store, "p").settings
     assert settings["demoted_rules"] == ["phone_dashed"] and settings["restored_rules"] == []

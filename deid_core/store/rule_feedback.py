@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from deid_core.errors import StoreError
@@ -37,7 +37,7 @@ from deid_core.spans import Span, sort_spans
 from deid_core.store.audit import record_event
 from deid_core.store.authz import SYSTEM, Actor, check
 from deid_core.store.engine import read_session, write_session
-from deid_core.store.models import Annotation, DocumentRow, PredictionRow
+from deid_core.store.models import Annotation, DocumentRow, PredictionRow, Review
 from deid_core.store.repository import _project, _visible, spans_from_json
 
 DEMOTED = "demoted_rules"
@@ -99,7 +99,12 @@ def reviewed_notes(
             versions = {d.id: d.version for d in docs}
             final: dict[int, list[Span]] = {i: [] for i in ids}
             linked: dict[int, set[int]] = {i: set() for i in ids}
-            for a in s.scalars(select(Annotation).where(Annotation.document_id.in_(ids))):
+            # Columns, not ORM objects: building an object per span was most of the time.
+            for a in s.execute(select(
+                    Annotation.document_id, Annotation.doc_version, Annotation.prediction_id,
+                    Annotation.decision, Annotation.start_char, Annotation.end_char,
+                    Annotation.label, Annotation.source, Annotation.score,
+            ).where(Annotation.document_id.in_(ids))):
                 if versions[a.document_id] != a.doc_version:
                     continue
                 if a.prediction_id is not None:
@@ -118,6 +123,22 @@ def reviewed_notes(
             yield ReviewedNote(d.id, d.text, tuple(spans_from_json(chosen)),
                                tuple(sort_spans(final[d.id])))
         last = docs[-1].id
+
+
+def feedback_key(engine: Engine, project: str) -> tuple[Any, ...]:
+    """Changes whenever the rule feedback may: a review saved, a note (un)reviewed, a demotion,
+    or a policy setting. Cheap (two aggregates), so a page can keep the feedback between runs."""
+    from deid_core.store.repository import get_project
+
+    info = get_project(engine, project)
+    with read_session(engine) as s:
+        n, last = s.execute(
+            select(func.count(func.distinct(DocumentRow.id)), func.max(Review.id))
+            .select_from(DocumentRow).join(Review, Review.document_id == DocumentRow.id, isouter=True)
+            .where(DocumentRow.project_id == info.id, DocumentRow.status == "reviewed")).one()
+    policy = RuleFeedbackPolicy.from_settings(info.settings)
+    return (info.id, int(n or 0), last, demoted_rules(info.settings), restored_rules(info.settings),
+            tuple(policy.to_settings().items()))
 
 
 @dataclass(frozen=True)
