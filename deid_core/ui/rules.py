@@ -35,7 +35,7 @@ STATE_KEY = "rule_feedback"
 def session_feedback(state: MutableMapping[str, Any], engine: Engine, project: str, actor: str) -> RuleFeedback:
     """The project's rule feedback, recomputed only when ``feedback_key`` changes.
 
-    Reading every reviewed note costs about 1.7 CPU seconds per 2,000 notes
+    Reading every reviewed note costs about 1 CPU second per 2,000 reviewed notes
     (bench/rule_feedback.py), too much for every rerun of the Model page. It
     is kept in the admin's own session state (it holds note text in the
     suggestions, so never in a process-wide cache).
