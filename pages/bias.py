@@ -10,6 +10,7 @@ from deid_core.errors import DeidError
 from deid_core.schemes import load_scheme
 from deid_core.spans import Document
 from deid_core.store import repository as repo
+from deid_core.store.rule_feedback import demoted_rules, with_project_rules
 from deid_core.ui.bias import (
     BIAS_MAX,
     BIAS_MIN,
@@ -41,7 +42,8 @@ if mv is None or not Path(mv.artifact_path).is_dir():
     st.info("There is no active model yet: train one on the Model page.")
     st.stop()
 try:
-    model = model_at(mv.artifact_path)
+    # As the project predicts: its demoted rules are features only (deid_core.store.rule_feedback).
+    model = with_project_rules(model_at(mv.artifact_path), project.settings)
 except DeidError as exc:
     st.error(f"The active model cannot be loaded: {md(exc)}")
     st.stop()
@@ -82,8 +84,8 @@ if not gold:
     st.info("No reviewed notes yet: the curve needs reviewed notes as gold.")
     st.stop()
 
-# Encode once per (model, reviewed set); every slider move only re-decodes.
-key = (mv.version, tuple((d.id, d.meta.get("version")) for d in gold))
+# Encode once per (model, demoted rules, reviewed set); every slider move only re-decodes.
+key = (mv.version, demoted_rules(project.settings), tuple((d.id, d.meta.get("version")) for d in gold))
 cache = state.get("bias_cache")
 if not cache or cache.get("key") != key:
     bar = st.progress(0.0, text="Encoding the reviewed notes (once per model)")

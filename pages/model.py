@@ -1,5 +1,6 @@
 """Model (admin): retrain in the background, versions with held-out metrics, activate/roll back,
-learning curve, queue strategy and the history of decisions with their reasons."""
+learning curve, queue strategy, rule feedback (demote/undo, list suggestions) and the history of
+decisions with their reasons."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
 from deid_core.ui.resources import guard
+from deid_core.ui.rules import (
+    check_rules_and_repredict,
+    demote_and_repredict,
+    restore_and_repredict,
+    rule_history,
+    rule_job_summary,
+    rule_table,
+    session_feedback,
+    suggestion_table,
+)
 
 ctx = guard("model")
 project = ctx.need_project()
@@ -74,6 +85,11 @@ def job_panel() -> None:
                 f" ({result['n_train_docs']} notes, {result['seconds']} s;"
                 f" {result['repredicted']} notes re-predicted)"
             )
+            if result.get("demoted_rules"):
+                st.warning("Demoted to features only (precision below the threshold): "
+                           + ", ".join(result["demoted_rules"]))
+        elif isinstance(result, dict) and ("demoted" in result or "restored" in result):
+            st.success(rule_job_summary(result))
         else:
             st.success(f"{snap['label']}: done ({snap['message']})")
 
@@ -152,6 +168,63 @@ with st.expander("Retraining policy"):
                             value=int(policy.retrain_every), key="retrain_every")
     if st.button("Save policy", key="save_policy"):
         repo.update_project_settings(ctx.engine, project.name, {"retrain_every": int(every)}, actor=actor)
+        st.success("Saved.")
+
+st.subheader("Rules")
+feedback = session_feedback(st.session_state, ctx.engine, project.name, actor)
+rp = feedback.policy
+st.caption(
+    f"What reviewers did to each rule's spans on {feedback.n_notes} reviewed notes: kept, relabelled,"
+    f" reshaped (other boundaries) or deleted. Precision is kept / decisions. At each retrain a rule"
+    f" below {rp.rule_min_precision:.0%} after at least {rp.rule_min_decisions} decisions is demoted:"
+    " it no longer tags on its own in this project, but still helps the CRF as a feature. An undo"
+    " puts it back and the automatic check leaves it alone from then on."
+)
+rules_frame = rule_table(feedback)
+if rules_frame.empty:
+    st.info("No reviewed note holds a rule's span yet.")
+else:
+    st.dataframe(rules_frame, hide_index=True, width="stretch", placeholder="", key="rule_table")
+    r1, r2 = st.columns(2)
+    pick_rule = r1.selectbox("Rule", rules_frame["rule"].tolist(), key="rule_pick")
+    engine, name = ctx.engine, project.name
+    if pick_rule in feedback.demoted:
+        if r1.button(f"Undo demotion of {pick_rule}", disabled=busy, key="rule_restore"):
+            launch(f"Restoring rule {pick_rule}", lambda progress: restore_and_repredict(
+                engine, name, pick_rule, actor, progress=progress))
+    elif r1.button(f"Demote {pick_rule} to a feature", disabled=busy, key="rule_demote"):
+        launch(f"Demoting rule {pick_rule}", lambda progress: demote_and_repredict(
+            engine, name, pick_rule, actor, progress=progress))
+    if r2.button("Demote the rules below the threshold now", disabled=busy, key="rule_check"):
+        launch("Checking the rules", lambda progress: check_rules_and_repredict(
+            engine, name, actor, progress=progress))
+history = rule_history(ctx.engine, project.id)
+if not history.empty:
+    st.caption("Demotions and undos (audit trail)")
+    st.dataframe(history, hide_index=True, width="stretch", placeholder="", key="rule_history")
+with st.expander(f"Allow- and deny-list suggestions ({len(feedback.suggestions)})"):
+    st.caption(
+        f"Strings reviewers deleted in at least {rp.list_suggestion_min_notes} notes and never kept"
+        " (allow: never tag), and strings they added where nothing was predicted in at least"
+        f" {rp.list_suggestion_min_notes} notes and never deleted (deny: always tag). The project has"
+        " no allow- or deny-list yet, so these are for an admin to act on by hand (a filter or a rule)."
+    )
+    suggestions = suggestion_table(feedback)
+    if suggestions.empty:
+        st.caption("No suggestion yet.")
+    else:
+        st.dataframe(suggestions, hide_index=True, width="stretch", placeholder="", key="suggestions")
+with st.expander("Rule feedback settings"):
+    min_precision = st.number_input("Demote a rule below this precision", 0.0, 1.0,
+                                    value=float(rp.rule_min_precision), step=0.05, key="rule_min_precision")
+    min_decisions = st.number_input("... after at least this many reviewer decisions", 1, 100_000,
+                                    value=int(rp.rule_min_decisions), key="rule_min_decisions")
+    min_notes = st.number_input("Suggest a list entry after this many notes", 1, 100_000,
+                                value=int(rp.list_suggestion_min_notes), key="list_min_notes")
+    if st.button("Save rule settings", key="save_rule_settings"):
+        repo.update_project_settings(ctx.engine, project.name, {
+            "rule_min_precision": float(min_precision), "rule_min_decisions": int(min_decisions),
+            "list_suggestion_min_notes": int(min_notes)}, actor=actor)
         st.success("Saved.")
 
 st.subheader("History")

@@ -16,6 +16,7 @@ CRF attributes, the gazetteer): treat the directory as PHI.
 
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import json
@@ -445,6 +446,24 @@ class DeidModel:
             self.filters = filters_from_dict(load_yaml_text(self.filters_text, origin=origin), origin=origin)
         #: Propagation is a run-time switch too (``deidentify --no-propagate``).
         self.propagate = config.propagate
+
+    def without_rules(self, names: Iterable[str]) -> DeidModel:
+        """This model with the named rules (``phone_us``, not ``rule:phone_us``) as features only.
+
+        A project demotes a rule whose spans reviewers keep deleting
+        (``deid_core.store.rule_feedback``): its matches still feed the CRF,
+        as the CRF was trained with them, but no longer become spans on their
+        own. The model on disk and this object are left alone (a loaded model
+        is shared between sessions); the copy shares the weights. Returns
+        ``self`` when no named rule is mapped.
+        """
+        drop = {f"rule:{n}" for n in names} & set(self.rule_mapping)
+        if not drop:
+            return self
+        other = copy.copy(self)
+        other.rule_mapping = {k: v for k, v in self.rule_mapping.items() if k not in drop}
+        other.metadata = {**self.metadata, "demoted_rules": sorted(d[len("rule:"):] for d in drop)}
+        return other
 
     # -- prediction ---------------------------------------------------------------
 

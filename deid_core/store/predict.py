@@ -30,6 +30,7 @@ from deid_core.store.repository import (
     record_predictions,
     unreviewed_documents,
 )
+from deid_core.store.rule_feedback import with_project_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,8 @@ def predict_queue(
         raise StoreError(
             f"project {project!r} has no active model version: train one and register it first"
         )
-    model = DeidModel.load(mv.artifact_path)
+    # The project's demoted rules tag nothing on their own (deid_core.store.rule_feedback).
+    model = with_project_rules(DeidModel.load(mv.artifact_path), info.settings)
     use_bias = float(info.settings.get("bias", 0.0)) if bias is None else float(bias)
     done: set[int] = set()
     if not redo:

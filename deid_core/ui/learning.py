@@ -115,12 +115,21 @@ def retrain_project(
         "n_train_docs": len(result.train_ids), "seconds": round(result.seconds, 1),
         "repredicted": 0,
     }
+    # Reviewer feedback on the rules: each round demotes the rules whose precision on
+    # reviewed notes fell below the project's threshold (audited; undone on the Model page).
+    from deid_core.store.rule_feedback import apply_rule_policy
+
+    demoted = apply_rule_policy(engine, project, actor=actor)
+    summary["demoted_rules"] = demoted
     if accepted:
         summary["repredicted"] = predict_unreviewed(
             engine, project, result.model, model_version=mv.version, model_version_id=mv.id,
             bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.85, 1.0),
             actor=actor,
         )
+    elif demoted:
+        summary["repredicted"] = predict_with_active(engine, project, actor,
+                                                     progress=_scale(progress, 0.85, 1.0))
     if progress is not None:
         progress(result.decision.reason, 1.0)
     return summary
@@ -222,7 +231,9 @@ def order_queue_by_strategy(
     if info.scorer is not None:
         if mv is None or not Path(mv.artifact_path).is_dir():
             raise DeidError(f"strategy {strategy!r} needs an active model")
-        model = DeidModel.load(mv.artifact_path)
+        from deid_core.store.rule_feedback import with_project_rules
+
+        model = with_project_rules(DeidModel.load(mv.artifact_path), repo.get_project(engine, project).settings)
     pool = list(repo.unreviewed_documents(engine, project))
     ids = {doc.id: doc_id for doc_id, doc in pool}
     docs = [doc for _doc_id, doc in pool]

@@ -18,6 +18,7 @@ from deid_core.store.authz import SYSTEM, Actor
 from deid_core.store.engine import read_session
 from deid_core.store.models import DocumentRow, PredictionRow
 from deid_core.store.repository import PredictionInput, QueueRow
+from deid_core.store.rule_feedback import with_project_rules
 
 Progress = Callable[[str, float], None]
 
@@ -146,8 +147,10 @@ def predict_unreviewed(
 ) -> int:
     """Re-predict every unreviewed note with ``model`` at ``bias`` and store it (chunked).
 
+    The project's demoted rules tag nothing on their own (``with_project_rules``).
     ``actor`` (an admin) is checked by the store; ``SYSTEM`` is in-process code (the demo).
     """
+    model = with_project_rules(model, repo.get_project(engine, project).settings)
     total = repo.count_documents(engine, project, statuses=repo.UNREVIEWED)
     done = 0
 
