@@ -101,6 +101,21 @@ def test_users_page_creates_and_deactivates(engine):
     assert authenticate(engine, "nina", "a long password") is None
 
 
+def test_a_reviewers_save_retrains_as_the_policy_not_as_the_reviewer(engine):
+    """Registering a model needs an admin; the round a reviewer's save triggers must still land."""
+    from deid_core.ui.learning import maybe_retrain
+
+    before = {v.version for v in repo.list_model_versions(engine, PROJECT)}
+    repo.update_project_settings(engine, PROJECT, {"retrain_every": 4, "loop_iterations": 5})
+    assert maybe_retrain(engine, PROJECT, "rita") is True  # rita is a reviewer
+    job = wait(get_job(f"model:{repo.get_project(engine, PROJECT).id}"), timeout=300)
+    assert job.status == "done", job.error
+    (new,) = {v.version for v in repo.list_model_versions(engine, PROJECT)} - before
+    (event,) = list_events(engine, action="model.retrain")
+    assert event.actor == "retrain policy (after a save by rita)"
+    assert new
+
+
 def test_import_page_creates_a_project(engine):
     at = app_as("ada", "admin", page="import")
     assert not at.exception

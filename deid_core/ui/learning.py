@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from deid_core.errors import DeidError
 from deid_core.store import repository as repo
 from deid_core.store.audit import record_event
+from deid_core.store.authz import Actor, Principal, check
 from deid_core.store.engine import write_session
 
 Progress = Callable[[str, float], None]
@@ -52,7 +53,7 @@ def _scale(progress: Progress | None, lo: float, hi: float) -> Progress:
 def retrain_project(
     engine: Engine,
     project: str,
-    actor: str,
+    actor: Actor,
     *,
     max_iterations: int | None = None,
     full: bool = False,
@@ -105,7 +106,8 @@ def retrain_project(
         parent=active.version if active is not None else None, activate=accepted, actor=actor,
     )
     with write_session(engine) as s:
-        record_event(s, actor, "model.retrain", "model_version", mv.id, project_id=info.id,
+        record_event(s, check(s, actor, "admin", "record a retrain"), "model.retrain", "model_version", mv.id,
+                     project_id=info.id,
                      after={**result.decision.to_audit(),
                             "adaptation": metrics["adaptation"],
                             "reviewed_weight": metrics["reviewed_weight"],
@@ -143,7 +145,7 @@ def starter_applies(lang: str, scheme: str) -> bool:
 
 
 def install_starter(
-    engine: Engine, project: str, actor: str, *, progress: Progress | None = None
+    engine: Engine, project: str, actor: Actor, *, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Give a project the starter model as its first, active version and pre-annotate its queue.
 
@@ -188,7 +190,7 @@ def install_starter(
 
 
 def predict_with_active(
-    engine: Engine, project: str, actor: str, *, progress: Progress | None = None
+    engine: Engine, project: str, actor: Actor, *, progress: Progress | None = None
 ) -> int:
     """Pre-annotate the unreviewed notes with the active model at the project's bias (0 if none)."""
     from deid_core.engine.model import DeidModel
@@ -253,8 +255,22 @@ def order_queue_by_strategy(
     return n
 
 
+def policy_actor(triggered_by: str) -> Principal:
+    """Who an automatic retrain acts as: the project's retrain policy, not the reviewer.
+
+    A reviewer's save triggers it, but registering and activating a model is an
+    admin's right; the policy an admin set is what decides, so the round runs as
+    a trusted principal whose audit name still says whose save started it.
+    """
+    return Principal(f"retrain policy (after a save by {triggered_by})"[:100])
+
+
 def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
-    """Start a background retrain when the project's policy says it is due (after a save)."""
+    """Start a background retrain when the project's policy says it is due (after a save).
+
+    ``actor`` is the user whose save this follows; the round itself runs as
+    ``policy_actor(actor)``.
+    """
     from deid_core.learning.registry import retrain_due
     from deid_core.ui.jobs import get_job, start_job
 
@@ -268,5 +284,5 @@ def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
     if job is not None and job.running:
         return False
     start_job(name, "Automatic retraining",
-              lambda progress: retrain_project(engine, project, actor, progress=progress))
+              lambda progress: retrain_project(engine, project, policy_actor(actor), progress=progress))
     return True
