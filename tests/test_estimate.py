@@ -85,3 +85,35 @@ def test_estimate_and_audit_sample_from_the_store(store) -> None:  # type: ignor
     save_review(store, claimed.doc_id, "bob", list(doc.spans), get_document(store, claimed.doc_id).version)
     audit = estimate_project(store, "p", audit_only=True)
     assert audit.documents == 1 and audit.missed_chars == 0 and audit.sample == "audit"
+
+
+def test_a_deleted_false_positive_is_not_counted_as_phi(store) -> None:  # type: ignore[no-untyped-def]
+    """Rejected predictions stay in the reviewed layer as a record; they are not PHI the model found."""
+    from deid_core.store.repository import (
+        create_project,
+        get_document,
+        import_documents,
+        record_prediction,
+        review_queue,
+        save_review,
+    )
+    from deid_core.synthetic import generate_notes
+
+    (note,) = generate_notes(1, seed=4)
+    add_users(store, admins=("admin",), reviewers=("ann",))
+    create_project(store, "p", lang="en", scheme="i2b2_2014")
+    import_documents(store, "p", [note], annotations="none")
+    (row,) = review_queue(store, "p", order="id", limit=10)
+    gold = sorted(note.spans, key=lambda sp: sp.start)
+    free = next(i for i in range(len(note.text) - 8)
+                if all(sp.end <= i or sp.start >= i + 8 for sp in gold))
+    false_positive = Span(free, free + 8, gold[0].label)
+    # The model missed the first gold span and tagged 8 characters that are not PHI.
+    record_prediction(store, row.doc_id, [*gold[1:], false_positive], model_version="m1")
+    save_review(store, row.doc_id, "ann", gold, get_document(store, row.doc_id).version)
+    layers = get_document(store, row.doc_id)
+    assert any(r.decision == "rejected" for r in layers.annotations)
+    est = estimate_project(store, "p", seed=0)
+    phi = sum(len(sp) for sp in gold)
+    assert est.missed_chars == len(gold[0])
+    assert est.char_recall == pytest.approx(1 - len(gold[0]) / phi)

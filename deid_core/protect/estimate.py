@@ -156,7 +156,9 @@ def reviewed_pairs(engine: Any, project: str, *, audit_only: bool = False) -> li
                 continue
             linked = {a.prediction_id for a in anns if a.prediction_id is not None}
             pred = next((p for p in preds if p.id in linked), preds[0])
-            final = [Span(a.start_char, a.end_char, a.label, a.source, a.score) for a in anns]
+            # Rejected predictions are kept in the reviewed layer as a record, not as PHI.
+            final = [Span(a.start_char, a.end_char, a.label, a.source, a.score) for a in anns
+                     if a.decision != "rejected"]
             out.append((list(spans_from_json(pred.spans)), final))
     return out
 
