@@ -56,6 +56,21 @@ PRESS = """async ([key, shift]) => {
   return performance.now() - t0;
 }"""
 
+# A key reaches the new note's editor: its token cursor moves right, then back.
+PROBE = """async (doc) => {
+  const cursor = () => { const c = document.querySelector('.deid-review[data-doc="' + doc + '"] .deid-cursor');
+                         return c ? Number(c.dataset.s) : null; };
+  const key = (k) => (document.activeElement || document.body).dispatchEvent(
+      new KeyboardEvent("keydown", {key: k, bubbles: true, cancelable: true}));
+  const before = cursor();
+  key("ArrowRight");
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  const moved = cursor();
+  key("ArrowLeft");
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  return before !== null && moved !== null && moved > before && cursor() === before;
+}"""
+
 
 def damage(doc, tokens, rng):
     """(prediction, corrections): the gold layer with 0-3 mistakes a reviewer must fix."""
@@ -163,6 +178,8 @@ def main() -> int:
     received: list[float] = []  # perf_counter of each websocket message from the server
     first_reply_ms: list[float] = []
     edit_messages = 0
+    ahead_shown = 0
+    probe_failures = 0
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -279,12 +296,17 @@ def main() -> int:
                 if _n + 1 < args.notes:
                     page.locator(f'.deid-review:not([data-doc="{doc_db}"])[data-ready] .deid-note').wait_for(
                         timeout=60_000)
+                    new_doc = page.locator(".deid-review").get_attribute("data-doc")
+                    if not page.evaluate(PROBE, new_doc):
+                        probe_failures += 1
                     next_ms.append((time.perf_counter() - t0) * 1000)
+                    ahead_shown += page.locator(".deid-review").get_attribute("data-ahead") == "1"
                     replies = [r for r in received if r > t0]
                     if replies:
                         first_reply_ms.append((replies[0] - t0) * 1000)
                 else:
                     page.get_by_text(f"Saved note {ext}").first.wait_for(timeout=60_000)
+            acks = page.evaluate("() => (window.__deidReview && window.__deidReview.acks) || []")
             browser.close()
     finally:
         proc.terminate()
@@ -301,6 +323,9 @@ def main() -> int:
                                "missing": sorted(item["gold"] - {s.key for s in layers.document.spans}),
                                "extra": sorted({s.key for s in layers.document.spans} - item["gold"])})
 
+    # from A (the accept queued in the browser) until the server acknowledged it
+    saved_ms = [float(a["ms"]) for a in acks]
+
     def pct(values: list[float], q: float) -> float:
         ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -316,6 +341,10 @@ def main() -> int:
         "server_messages_during_edits": edit_messages,
         "next_note_ms_median": round(statistics.median(next_ms), 1),
         "next_note_ms_p95": round(pct(next_ms, 0.95), 1),
+        "next_note_shown_ahead": ahead_shown,
+        "next_note_key_probe_failures": probe_failures,
+        "accept_saved_ms_median": round(statistics.median(saved_ms), 1) if saved_ms else None,
+        "accept_saved_ms_p95": round(pct(saved_ms, 0.95), 1) if saved_ms else None,
         # from A to the server's first websocket message (the rest is drawing in the browser)
         "next_note_first_reply_ms_median": round(statistics.median(first_reply_ms), 1) if first_reply_ms else None,
         "keystrokes_per_correction": {k: round(statistics.mean(v), 2) for k, v in keys.items() if v},

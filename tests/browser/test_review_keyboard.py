@@ -440,3 +440,79 @@ def test_import_uploader_starts_empty_after_an_import(browser, app, tmp_path):
     error.wait_for(timeout=30_000)
     assert "good.jsonl" in error.inner_text() and "jsonl format" in error.inner_text()
     page.context.close()
+
+
+# ---------------------------------------------------------------- the queue table's own search
+
+
+def test_queue_table_search_finds_a_note_id(browser, app):
+    page = sign_in(browser, app, "val")
+    grid = page.locator("[data-testid='stDataFrame']")
+    grid.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    for query, wanted in (("next-val", "1 result"), (str(app["ids"]["misses"]), "result")):
+        grid.hover()
+        page.get_by_role("button", name="Search").click()  # the table's toolbar search
+        page.keyboard.type(query)
+        bar = page.locator(".gdg-search-bar")
+        bar.get_by_text(wanted).first.wait_for(timeout=10_000)
+        assert "0 results" not in bar.inner_text()
+        page.keyboard.press("Escape")
+    page.context.close()
+
+
+# ---------------------------------------------------------------- the next note, held ahead
+# Last in the module: "Review next" claims the least confident notes (and two ahead), which
+# the tests above open by link.
+
+NEXT_NOW = """() => {
+  const before = document.querySelector('.deid-review').dataset.doc;
+  (document.activeElement || document.body).dispatchEvent(
+      new KeyboardEvent("keydown", {key: "a", bubbles: true, cancelable: true}));
+  const root = document.querySelector('.deid-review');
+  return [before, root.dataset.doc, root.dataset.ahead];
+}"""
+
+
+def test_accept_shows_the_next_note_at_once_and_keeps_edits_made_before_the_save(browser, app):
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+
+    page = sign_in(browser, app, "uma", context=None)
+    page.get_by_role("button", name="Review next").click()
+    page.locator('.deid-review[data-queued="2"] .deid-note').wait_for(timeout=30_000)
+    page.locator(".deid-review .deid-note").focus()
+    # A: the next note is on screen in the same event, before any server reply
+    first, shown, ahead = page.evaluate(NEXT_NOW)
+    assert shown != first and ahead == "1"
+    n_spans = int(page.locator(".deid-review").get_attribute("data-spans"))
+    page.keyboard.press("Tab")
+    page.keyboard.press("Delete")  # an edit on the note shown ahead, before the server's run
+    # the server saves the first note and adopts the shown one without dropping the edit
+    page.get_by_text("Saved note").first.wait_for(timeout=30_000)
+    page.locator(f'.deid-review[data-doc="{shown}"][data-ahead="0"]').wait_for(timeout=30_000)
+    assert int(page.locator(".deid-review").get_attribute("data-spans")) == n_spans - 1
+    assert page.get_by_test_id("deid-dirty").inner_text() == "yes"
+    saved, _ = layer(app, int(first))
+    assert saved.status == "reviewed" and saved.updated_by == "uma"
+    # B still goes back to the accepted note and reopens it
+    page.locator(".deid-review .deid-note").focus()
+    page.keyboard.press("b")
+    page.get_by_text("Reopened the previous note").wait_for(timeout=30_000)
+    editor(page, first)
+    back, _ = layer(app, int(first))
+    assert back.status == "in_review" and back.assigned_to == "uma"
+    # Someone saves the reopened note meanwhile: the next accept moves on at once, and the
+    # conflict then brings the note back with its error, nothing lost
+    engine = open_store(app["url"])
+    try:
+        result = repo.save_review(engine, int(first), "boss", back.document.spans, back.version)
+        assert result.ok
+    finally:
+        engine.dispose()
+    page.locator(".deid-review .deid-note").focus()
+    page.keyboard.press("a")
+    page.get_by_text("Not saved").first.wait_for(timeout=30_000)
+    editor(page, first)
+    assert page.locator(".deid-review").get_attribute("data-ahead") == "0"
+    page.context.close()
