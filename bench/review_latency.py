@@ -12,8 +12,11 @@ Measured:
 
 - ``edit_ms``: one edit key, from the keydown until the next animation frame
   (the note redrawn), dispatched and timed inside the page with
-  ``performance.now()``; ``server_messages_during_edits`` counts websocket
-  messages the page sent while those edits ran (0: no server round trip);
+  ``performance.now()``; ``edit_keys_sending`` counts actions an edit key's
+  handler sent to the server (0: no server round trip);
+  ``server_messages_during_edits`` counts every websocket message the page sent
+  while edits ran, including an accept of the note before, held in the browser
+  until the server acknowledged the one before it and sent then;
 - ``next_note_ms``: from ``A`` until the next note's editor is drawn and ready;
 - keystrokes per correction, by kind, navigation included: Tab to a false
   span, ``n`` to the spans shown uncertain (the wrong label and the short span
@@ -49,11 +52,14 @@ PASSWORD = "bench password 1"
 
 PRESS = """async ([key, shift]) => {
   const target = document.activeElement || document.body;
+  const sends = () => (window.__deidReview && window.__deidReview.sends) || 0;
   const t0 = performance.now();
+  const before = sends();
   target.dispatchEvent(new KeyboardEvent("keydown", {key, shiftKey: shift, bubbles: true,
                                                      cancelable: true}));
+  const caused = sends() - before;  // actions the key handler itself sent to the server
   await new Promise((r) => requestAnimationFrame(() => r()));
-  return performance.now() - t0;
+  return [performance.now() - t0, caused];
 }"""
 
 # A key reaches the new note's editor: its token cursor moves right, then back.
@@ -178,6 +184,7 @@ def main() -> int:
     received: list[float] = []  # perf_counter of each websocket message from the server
     first_reply_ms: list[float] = []
     edit_messages = 0
+    edit_sends = 0
     ahead_shown = 0
     probe_failures = 0
     try:
@@ -197,10 +204,11 @@ def main() -> int:
             page.locator(".deid-review .deid-note").wait_for(timeout=60_000)
 
             def press(key: str, shift: bool = False) -> float:
-                nonlocal edit_messages
+                nonlocal edit_messages, edit_sends
                 before = sent["n"]
-                ms = page.evaluate(PRESS, [key, shift])
+                ms, caused = page.evaluate(PRESS, [key, shift])
                 edit_messages += sent["n"] - before
+                edit_sends += int(caused)
                 return float(ms)
 
             def active() -> tuple[int, int] | None:
@@ -300,7 +308,7 @@ def main() -> int:
                     if not page.evaluate(PROBE, new_doc):
                         probe_failures += 1
                     next_ms.append((time.perf_counter() - t0) * 1000)
-                    ahead_shown += page.locator(".deid-review").get_attribute("data-ahead") == "1"
+                    ahead_shown += page.locator(".deid-review").get_attribute("data-opened") == "ahead"
                     replies = [r for r in received if r > t0]
                     if replies:
                         first_reply_ms.append((replies[0] - t0) * 1000)
@@ -338,6 +346,7 @@ def main() -> int:
         "edit_ms_median": round(statistics.median(edit_ms), 1),
         "edit_ms_p95": round(pct(edit_ms, 0.95), 1),
         "edit_ms_max": round(max(edit_ms), 1),
+        "edit_keys_sending": edit_sends,
         "server_messages_during_edits": edit_messages,
         "next_note_ms_median": round(statistics.median(next_ms), 1),
         "next_note_ms_p95": round(pct(next_ms, 0.95), 1),

@@ -108,6 +108,7 @@ function pump(slot) {
       if (live && live.doc === String(p.doc_id)) live.moveOn(p);
     }
     if (p.type !== "draft") sync.inflight = { seq: p.seq, doc: String(p.doc_id), at: Date.now() };
+    W.sends = (W.sends || 0) + 1; // actions sent so far (bench/review_latency.py)
     sync.trigger("action", p);
     if (sync.inflight) {
       if (sync.timer) clearTimeout(sync.timer);
@@ -892,7 +893,8 @@ function mount(component, d, ahead) {
   }
   drawHelp();
   root.setAttribute("data-ready", String(d.rev));
-  root.setAttribute("data-ahead", st.ahead ? "1" : "0");
+  root.setAttribute("data-ahead", st.ahead ? "1" : "0"); // "0" once the server holds it too
+  root.setAttribute("data-opened", st.ahead ? "ahead" : "server"); // where this note came from first
   if (d.focus) note.focus({ preventScroll: true });
 
   // What the entry point needs to reconcile new server data with this note.
