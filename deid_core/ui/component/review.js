@@ -75,7 +75,7 @@ function dispatch(slot, payload) {
   }
   sync.queue.push(payload);
   sync.made = sync.made || {};
-  sync.made[payload.seq] = performance.now();
+  if (payload.type !== "draft") sync.made[payload.seq] = performance.now(); // acknowledged ones only
   pump(slot);
 }
 
