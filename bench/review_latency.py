@@ -12,8 +12,11 @@ Measured:
 
 - ``edit_ms``: one edit key, from the keydown until the next animation frame
   (the note redrawn), dispatched and timed inside the page with
-  ``performance.now()``; ``server_messages_during_edits`` counts websocket
-  messages the page sent while those edits ran (0: no server round trip);
+  ``performance.now()``; ``edit_keys_sending`` counts actions an edit key's
+  handler sent to the server (0: no server round trip);
+  ``server_messages_during_edits`` counts every websocket message the page sent
+  while edits ran, including an accept of the note before, held in the browser
+  until the server acknowledged the one before it and sent then;
 - ``next_note_ms``: from ``A`` until the next note's editor is drawn and ready;
 - keystrokes per correction, by kind, navigation included: Tab to a false
   span, ``n`` to the spans shown uncertain (the wrong label and the short span
@@ -49,11 +52,29 @@ PASSWORD = "bench password 1"
 
 PRESS = """async ([key, shift]) => {
   const target = document.activeElement || document.body;
+  const sends = () => (window.__deidReview && window.__deidReview.sends) || 0;
   const t0 = performance.now();
+  const before = sends();
   target.dispatchEvent(new KeyboardEvent("keydown", {key, shiftKey: shift, bubbles: true,
                                                      cancelable: true}));
+  const caused = sends() - before;  // actions the key handler itself sent to the server
   await new Promise((r) => requestAnimationFrame(() => r()));
-  return performance.now() - t0;
+  return [performance.now() - t0, caused];
+}"""
+
+# A key reaches the new note's editor: its token cursor moves right, then back.
+PROBE = """async (doc) => {
+  const cursor = () => { const c = document.querySelector('.deid-review[data-doc="' + doc + '"] .deid-cursor');
+                         return c ? Number(c.dataset.s) : null; };
+  const key = (k) => (document.activeElement || document.body).dispatchEvent(
+      new KeyboardEvent("keydown", {key: k, bubbles: true, cancelable: true}));
+  const before = cursor();
+  key("ArrowRight");
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  const moved = cursor();
+  key("ArrowLeft");
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  return before !== null && moved !== null && moved > before && cursor() === before;
 }"""
 
 
@@ -163,6 +184,9 @@ def main() -> int:
     received: list[float] = []  # perf_counter of each websocket message from the server
     first_reply_ms: list[float] = []
     edit_messages = 0
+    edit_sends = 0
+    ahead_shown = 0
+    probe_failures = 0
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -180,10 +204,11 @@ def main() -> int:
             page.locator(".deid-review .deid-note").wait_for(timeout=60_000)
 
             def press(key: str, shift: bool = False) -> float:
-                nonlocal edit_messages
+                nonlocal edit_messages, edit_sends
                 before = sent["n"]
-                ms = page.evaluate(PRESS, [key, shift])
+                ms, caused = page.evaluate(PRESS, [key, shift])
                 edit_messages += sent["n"] - before
+                edit_sends += int(caused)
                 return float(ms)
 
             def active() -> tuple[int, int] | None:
@@ -279,12 +304,17 @@ def main() -> int:
                 if _n + 1 < args.notes:
                     page.locator(f'.deid-review:not([data-doc="{doc_db}"])[data-ready] .deid-note').wait_for(
                         timeout=60_000)
+                    new_doc = page.locator(".deid-review").get_attribute("data-doc")
+                    if not page.evaluate(PROBE, new_doc):
+                        probe_failures += 1
                     next_ms.append((time.perf_counter() - t0) * 1000)
+                    ahead_shown += page.locator(".deid-review").get_attribute("data-opened") == "ahead"
                     replies = [r for r in received if r > t0]
                     if replies:
                         first_reply_ms.append((replies[0] - t0) * 1000)
                 else:
                     page.get_by_text(f"Saved note {ext}").first.wait_for(timeout=60_000)
+            acks = page.evaluate("() => (window.__deidReview && window.__deidReview.acks) || []")
             browser.close()
     finally:
         proc.terminate()
@@ -301,6 +331,9 @@ def main() -> int:
                                "missing": sorted(item["gold"] - {s.key for s in layers.document.spans}),
                                "extra": sorted({s.key for s in layers.document.spans} - item["gold"])})
 
+    # from A (the accept queued in the browser) until the server acknowledged it
+    saved_ms = [float(a["ms"]) for a in acks]
+
     def pct(values: list[float], q: float) -> float:
         ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -313,9 +346,14 @@ def main() -> int:
         "edit_ms_median": round(statistics.median(edit_ms), 1),
         "edit_ms_p95": round(pct(edit_ms, 0.95), 1),
         "edit_ms_max": round(max(edit_ms), 1),
+        "edit_keys_sending": edit_sends,
         "server_messages_during_edits": edit_messages,
         "next_note_ms_median": round(statistics.median(next_ms), 1),
         "next_note_ms_p95": round(pct(next_ms, 0.95), 1),
+        "next_note_shown_ahead": ahead_shown,
+        "next_note_key_probe_failures": probe_failures,
+        "accept_saved_ms_median": round(statistics.median(saved_ms), 1) if saved_ms else None,
+        "accept_saved_ms_p95": round(pct(saved_ms, 0.95), 1) if saved_ms else None,
         # from A to the server's first websocket message (the rest is drawing in the browser)
         "next_note_first_reply_ms_median": round(statistics.median(first_reply_ms), 1) if first_reply_ms else None,
         "keystrokes_per_correction": {k: round(statistics.mean(v), 2) for k, v in keys.items() if v},

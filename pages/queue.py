@@ -52,7 +52,9 @@ if by_reviewer:
         table = [t for t in table if (t["last reviewer"] or t["assigned to"]) in who]
 
 query = st.text_input("Find a note", key="queue_find", placeholder="note id, database id or patient",
-                      help="Matches part of the note id, the database id or the patient id")
+                      help="Keeps the rows whose note id, database id or patient id contains this."
+                           " The table's own search (its toolbar) finds them too, but only highlights"
+                           " a match: press Enter there to jump to it.")
 table = find_rows(table, query)
 
 c1, c2 = st.columns([1, 4])

@@ -40,6 +40,7 @@ from deid_core.ui.review import (
     follow_model,
     hints_for,
     model_view,
+    numeric_context_tokens,
     pace_text,
     patient_phi_strings,
 )
@@ -122,17 +123,22 @@ def view_for(document: Document, prediction: repo.PredictionLayer | None) -> Mod
     return ModelView((), (), None, None, None, bias)
 
 
+def starting_edit(note: repo.DocumentLayers, note_view: ModelView) -> tuple[EditState, EditState | None]:
+    """(the layer to show, the session's earlier edit state of the note or None)."""
+    previous = state["drafts"].get(note.doc_id)
+    shown = follow_model(previous, note_view.spans, note.document.spans if note.version > 0 else None)
+    if previous is None:
+        # A lost session (reload, closed tab, another machine) left an autosaved draft of this
+        # version: carry on from it.
+        autosaved = [d for d in repo.list_drafts(ctx.engine, doc_id=note.doc_id, author=user)
+                     if d.reason == "autosave" and d.base_version == note.version]
+        if autosaved:
+            shown = EditState(tuple(autosaved[0].spans), (shown.spans,), shown.origin)
+    return shown, previous
+
+
 view = view_for(doc, layers.prediction)
-reviewed = doc.spans if layers.version > 0 else None
-previous_edit = state["drafts"].get(layers.doc_id)
-edit: EditState = follow_model(previous_edit, view.spans, reviewed)
-if previous_edit is None:
-    # A lost session (reload, closed tab, another machine) left an autosaved draft of this
-    # version: carry on from it.
-    autosaved = [d for d in repo.list_drafts(ctx.engine, doc_id=layers.doc_id, author=user)
-                 if d.reason == "autosave" and d.base_version == layers.version]
-    if autosaved:
-        edit = EditState(tuple(autosaved[0].spans), (edit.spans,), edit.origin)
+edit, previous_edit = starting_edit(layers, view)
 if previous_edit is not None and edit is not previous_edit:
     state["editor_rev"] += 1  # the server changed the layer (bias, model): the browser follows
 state["drafts"][layers.doc_id] = edit
@@ -146,7 +152,7 @@ def set_edit(new: EditState) -> None:
     state["editor_rev"] += 1
 
 
-def save(and_next: bool) -> None:
+def save(and_next: bool, shown: object = None) -> None:
     started = datetime.fromtimestamp(opened["at"], tz=timezone.utc)
     edit = state["drafts"][layers.doc_id]
     result = repo.save_review(
@@ -164,7 +170,7 @@ def save(and_next: bool) -> None:
         if maybe_retrain(ctx.engine, project.name, user):
             flash(state, "info", "Enough new reviews: the model is retraining in the background.")
         if and_next:
-            claim_next()
+            open_next(shown)
     else:
         state["conflict"] = result
     state["editor_rev"] += 1
@@ -188,12 +194,22 @@ def back() -> None:
     flash(state, "info", "Reopened the previous note: accept it again when it is right.")
 
 
-def skip() -> None:
+def skip(shown: object = None) -> None:
     repo.set_status(ctx.engine, layers.doc_id, "skipped", actor=user)
     state["drafts"].pop(layers.doc_id, None)
     state["opened"].pop(layers.doc_id, None)
     flash(state, "info", f"Skipped note {doc.id}.")
-    claim_next()
+    open_next(shown)
+
+
+def open_next(shown_id: object) -> None:
+    """Open the note the browser already shows (one claimed ahead), else claim one."""
+    ahead = [int(i) for i in state.get("next_docs") or []]
+    if shown_id is not None and str(shown_id) in {str(i) for i in ahead}:
+        state["current_doc"] = int(str(shown_id))
+        state["next_docs"] = [i for i in ahead if str(i) != str(shown_id)]
+    else:
+        claim_next()
 
 
 # The browser's last sync, read before anything of the note is drawn: an accept saves and
@@ -201,9 +217,14 @@ def skip() -> None:
 action = (state.get("review_editor") or {}).get("action")
 action = action if isinstance(action, dict) else None
 fresh_action = action is not None and action.get("seq") != state.get("editor_seq")
+if fresh_action:
+    # Each browser action is handled once, and acknowledged (``ack`` in the editor's data)
+    # even when it is for a note no longer open: the browser sends its next action only then.
+    state["editor_seq"] = action.get("seq")
 if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
-    state["editor_seq"] = action.get("seq")  # each browser action is handled once
     kind = action.get("type")
+    # The note the browser moved on to at once (claimed ahead: ``next_docs``), if any.
+    shown = action.get("shown")
     try:
         if kind in ("draft", "accept", "save"):
             synced = layer_from_browser(edit, action.get("spans"), tokens, len(doc.text), user, labels)
@@ -215,13 +236,13 @@ if fresh_action and str(action.get("doc_id")) == str(layers.doc_id):
         state["editor_rev"] += 1  # the browser goes back to the last good layer
         st.rerun()
     if kind == "accept":
-        save(and_next=True)
+        save(and_next=True, shown=shown)
         st.rerun()
     elif kind == "save":
         save(and_next=False)
         st.rerun()
     elif kind == "skip":
-        skip()
+        skip(shown)
         st.rerun()
     elif kind == "back":
         back()
@@ -284,6 +305,9 @@ else:
 
 if st.button("Release", key="release", help="Give the note back to the queue without saving"):
     repo.release(ctx.engine, layers.doc_id, user)
+    for ahead_id in state.get("next_docs") or []:  # the notes claimed ahead go back too
+        repo.release(ctx.engine, int(ahead_id), user)
+    state["next_docs"] = []
     state["drafts"].pop(layers.doc_id, None)
     state["opened"].pop(layers.doc_id, None)
     state["current_doc"] = None
@@ -291,17 +315,63 @@ if st.button("Release", key="release", help="Give the note back to the queue wit
     st.switch_page("pages/queue.py")
 
 # ---------------------------------------------------------------- the note
-known = patient_phi_strings(ctx.engine, state["patient_phi"], project.id, doc.meta.get("patient_id"),
-                            layers.doc_id)
-payload = editor_payload(
-    doc_id=str(layers.doc_id), rev=f"{layers.version}.{state['editor_rev']}", text=doc.text,
-    spans=edit.spans, origin=edit.origin, labels=labels, colours=scheme.colours(),
-    near_misses=view.near_misses, uncertain_below=uncertain_below,
-    tokens=[(t.start, t.end) for t in tokens], known=known,
-    base=f"{layers.doc_id}:{layers.version}", user=user, progress=progress_line,
-    focus_offset=focus_offset,
-)
-review_editor(payload, key="review_editor")
+def note_payload(note: repo.DocumentLayers, note_view: ModelView, note_edit: EditState,
+                 note_tokens: list, rev: str, offset: int | None = None, **more: object) -> dict:
+    text = note.document.text
+    known = patient_phi_strings(ctx.engine, state["patient_phi"], project.id,
+                                note.document.meta.get("patient_id"), note.doc_id)
+    return editor_payload(
+        doc_id=str(note.doc_id), rev=rev, text=text, spans=note_edit.spans, origin=note_edit.origin,
+        labels=labels, colours=scheme.colours(), near_misses=note_view.near_misses,
+        uncertain_below=uncertain_below, tokens=[(t.start, t.end) for t in note_tokens], known=known,
+        numeric=numeric_context_tokens(text, note_tokens),
+        base=f"{note.doc_id}:{note.version}", user=user, progress=progress_line, focus_offset=offset,
+        **more,
+    )
+
+
+#: Notes claimed ahead and sent with the open one: two, so a reviewer who accepts clean notes
+#: faster than the server saves them still finds the next note in the browser.
+AHEAD = 2
+
+
+def notes_ahead() -> list[repo.DocumentLayers]:
+    """The notes after this one, claimed for this reviewer ahead of time (kept across runs)."""
+    held: list[repo.DocumentLayers] = []
+    for ahead_id in state.get("next_docs") or []:
+        try:
+            note = repo.get_document(ctx.engine, int(ahead_id))
+        except DeidError:
+            continue
+        if (note.project_id == project.id and note.doc_id != layers.doc_id
+                and note.status == "in_review" and note.assigned_to == user):
+            held.append(note)
+    while len(held) < AHEAD:
+        claimed = claim_next_note(ctx.engine, project, user,
+                                  exclude=(layers.doc_id, *(n.doc_id for n in held)))
+        if claimed is None:
+            break
+        held.append(claimed)
+    state["next_docs"] = [n.doc_id for n in held]
+    return held
+
+
+# The next note goes to the browser with this one (like Prodigy's task queue): on Accept or
+# Skip the browser shows it at once and sends the decision; this page's next run saves it
+# and sends the note after. Only while the reviewer works through their own queue, and not
+# while a conflict or a newer version needs their attention first.
+ahead = []
+if (layers.status == "in_review" and layers.assigned_to == user and opened["version"] == layers.version
+        and (conflict is None or conflict.doc_id != layers.doc_id)):
+    for upcoming in notes_ahead():
+        up_view = view_for(upcoming.document, upcoming.prediction)
+        up_edit, _ = starting_edit(upcoming, up_view)
+        ahead.append(note_payload(upcoming, up_view, up_edit,
+                                  tokenize(upcoming.document.text, project.lang).tokens,
+                                  f"{upcoming.version}.ahead"))
+review_editor(note_payload(layers, view, edit, tokens, f"{layers.version}.{state['editor_rev']}",
+                           focus_offset, ahead=ahead, ack=state.get("editor_seq")),
+              key="review_editor")
 
 with st.expander("Legend"):
     st.html(page_html(render_legend_html(labels, scheme, numbered=True) + render_marks_legend_html()))

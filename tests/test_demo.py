@@ -84,5 +84,7 @@ def test_streamlit_config_hides_deploy_and_listens_locally():
     config = tomllib.loads((root / ".streamlit" / "config.toml").read_text("utf-8"))
     assert config["client"]["toolbarMode"] in ("viewer", "minimal")
     assert config["server"]["address"] == "127.0.0.1"
+    # no forced full garbage collection after every run: it was most of a Review rerun
+    assert config["runner"]["postScriptGC"] is False
     demo = (root / "scripts" / "demo").read_text("utf-8")
     assert 'cd "$(dirname "$0")/.."' in demo and "--server.address 0.0.0.0" not in demo.split("exec")[-1]

@@ -32,6 +32,21 @@ def test_least_confident_first_without_a_strategy(engine):
     assert claim_next_note(engine, project, "sam").doc_id == expected[1]
 
 
+def test_claiming_ahead_excludes_the_notes_already_held(engine):
+    # The Review page claims the notes after the open one ahead of time: never the open one
+    # again, and the reviewer's own held notes before new ones.
+    project = repo.get_project(engine, PROJECT)
+    expected = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
+    first = claim_next_note(engine, project, "rita")
+    second = claim_next_note(engine, project, "rita", exclude=(first.doc_id,))
+    third = claim_next_note(engine, project, "rita", exclude=(first.doc_id, second.doc_id))
+    assert [first.doc_id, second.doc_id, third.doc_id] == expected[:3]
+    assert third.assigned_to == "rita" and third.status == "in_review"
+    # held notes come back first when only the open one is excluded
+    assert claim_next_note(engine, project, "rita", exclude=(first.doc_id,)).doc_id in expected[1:3]
+    assert claim_next_note(engine, project, "sam").doc_id == expected[3]
+
+
 def test_strategy_scores_order_the_claims(engine):
     ids = [r.doc_id for r in repo.review_queue(engine, PROJECT)]
     scores = {d: float(i) for i, d in enumerate(ids)}  # the MOST confident note scores highest

@@ -93,3 +93,26 @@ def test_hints_for_a_stored_layer_include_the_live_models_extra_spans():
     shown = [Span(0, 4, "PATIENT", "import")]
     assert [(s.start, s.label) for s in hints_for(shown, live)] == [(8, "DATE"), (20, "CITY")]
     assert hints_for(list(live.spans), live) == live.near_misses
+
+
+@pytest.mark.parametrize(
+    ("text", "quiet"),
+    [
+        ("Chloride 104 (98-107) mmol/L", ["98", "107"]),  # a reference range
+        ("Pain 7/10 today", ["7", "10"]),  # a score
+        ("BP 120/80, HR 72", ["120", "80"]),  # a blood pressure; "72" stands alone
+        ("K 4.1 mmol/L", ["4", "1"]),  # a decimal lab value
+        ("range 98 - 107", ["98", "107"]),  # a range with spaces around the dash
+        ("Age 107, seen in room 12", []),  # numbers on their own stay possible misses
+        ("Seen on 3/14/2067", []),  # a date: three parts
+        ("DOB 2067-07-14", []),  # an ISO date
+        ("Call 555-123-4567", []),  # a phone number
+        ("MRN 1234567 (old 7654321)", []),  # identifiers
+    ],
+)
+def test_numeric_context_tokens(text, quiet):
+    from deid_core.engine.tokenize import tokenize
+    from deid_core.ui.review import numeric_context_tokens
+
+    got = numeric_context_tokens(text, tokenize(text).tokens)
+    assert [text[a:b] for a, b in got] == quiet

@@ -200,17 +200,24 @@ def _claim(engine: Engine, project_id: int, doc_id: int, reviewer: str) -> bool:
         return True
 
 
-def claim_next_note(engine: Engine, project: Any, reviewer: str) -> repo.DocumentLayers | None:
+def claim_next_note(
+    engine: Engine, project: Any, reviewer: str, *, exclude: Sequence[int] = ()
+) -> repo.DocumentLayers | None:
     """"Review next": the reviewer's open note, else the next by the project's strategy.
 
     Notes of the audit sample (``protect.estimate.draw_audit_sample``) come
     first. When active learning has scored the queue (``settings["strategy"]``
     with scores stored through ``set_queue_scores``) the best-scored unassigned
     note is claimed; otherwise, or once scored notes run out, the store's
-    least-confident-first claim is used.
+    least-confident-first claim is used. ``exclude`` names notes the reviewer
+    holds that must not be returned (the Review page claims the note after the
+    open one ahead of time, so the browser can show it the moment the open one
+    is accepted).
     """
-    mine = repo.review_queue(engine, project.name, statuses=["in_review"], assigned_to=reviewer,
-                             limit=1)
+    skip = {int(i) for i in exclude}
+    mine = [r for r in repo.review_queue(engine, project.name, statuses=["in_review"],
+                                         assigned_to=reviewer, limit=len(skip) + 1)
+            if r.doc_id not in skip]
     if mine:
         return repo.get_document(engine, mine[0].doc_id)
     strategy = project.settings.get("strategy")
@@ -224,4 +231,5 @@ def claim_next_note(engine: Engine, project: Any, reviewer: str) -> repo.Documen
             for row in rows:
                 if _claim(engine, project.id, row.doc_id, reviewer):
                     return repo.get_document(engine, row.doc_id)
-    return repo.claim_next(engine, project.name, reviewer)
+    # resume=False: the reviewer's own open notes were looked at (and some excluded) above.
+    return repo.claim_next(engine, project.name, reviewer, resume=False)

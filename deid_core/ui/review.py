@@ -9,6 +9,7 @@ follows the model; once edited, only the near-miss hints follow the bias.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
@@ -144,3 +145,30 @@ def pace_text(seconds: Sequence[float]) -> str:
     per_hour = 3600.0 / median if median > 0 else 0.0
     return (f" · this session: {len(seconds)} note{'s' if len(seconds) != 1 else ''},"
             f" median {median:.0f} s per note (~{per_hour:.0f}/hour)")
+
+
+#: Two numbers joined by a range dash, a slash, a decimal point or a colon, and not part of a
+#: longer chain: "98-107", "7/10", "120/80", "4.1". Three or more parts ("3/14/2067",
+#: "2067-07-14", "555-123-4567") are dates, phone numbers or ids, where a digit string
+#: is worth a look.
+_NUMERIC_CHAIN = re.compile(r"(?<![\d.,/:\-–])\d+(?:(?:\s*[-–]\s*|[/.:])\d+)+(?![\d])")
+_NUMBER = re.compile(r"\d+")
+
+
+def numeric_context_tokens(text: str, tokens: Sequence[Any]) -> list[tuple[int, int]]:
+    """(start, end) of the digit-only tokens that sit inside a numeric range or a lab value.
+
+    The review editor marks unmarked occurrences of PHI strings as possible
+    misses; an all-digit one inside "(98-107)" or "BP 120/80" (the "107" of a
+    reference range that happens to equal an age elsewhere) is noise, so the
+    editor leaves those tokens out. Only chains of exactly two numbers count:
+    longer chains are dates, phone numbers or identifiers.
+    """
+    inside: set[tuple[int, int]] = set()
+    for chain in _NUMERIC_CHAIN.finditer(text):
+        numbers = list(_NUMBER.finditer(chain.group()))
+        if len(numbers) != 2:
+            continue
+        base = chain.start()
+        inside.update((base + m.start(), base + m.end()) for m in numbers)
+    return [(t.start, t.end) for t in tokens if (t.start, t.end) in inside]

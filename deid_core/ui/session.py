@@ -65,6 +65,7 @@ def _defaults() -> dict[str, Any]:
         "editor_rev": 0,  # bumps when the server changes the layer (the browser reloads it)
         "editor_seq": None,  # sequence number of the last browser action handled
         "current_doc": None,  # doc id open on the Review page
+        "next_docs": [],  # doc ids claimed ahead and sent to the browser with the open note
         "doc_param": None,  # the ?doc= value the Review page last wrote (a different one is a link)
         "review_history": [],  # doc ids accepted in this session, for "B" (back and reopen)
         "session_reviews": [],  # seconds spent on each note saved in this session (pace)

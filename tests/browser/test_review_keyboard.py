@@ -10,6 +10,7 @@ light and dark mode go to ``artifacts/screenshots/`` (git-ignored) for a person 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from browser_support import MARKS, PASSWORD, chromium, shot, streamlit_app
@@ -21,6 +22,8 @@ USERS = ("kim", "lee", "max", "ned", "ora", "pia", "quin", "ray", "sue", "tom", 
 MISSES = "Dr. Stevens saw the patient today.\nLater A. Stevens called from 02139 about 03/04/2067."
 CLEAN = "Patient seen on 01/02/2067 by Dr. Ruiz at Mercy Hospital."
 EDIT = "Ann Lee (MRN 445566) was seen by Dr. Bo Chan in Salem on 05/06/2067 for a cough."
+# An all-digit AGE span: its copy in a reference range is noise, its copy on its own is not.
+NUMBERS = "Age 107 today. Chloride 104 (98-107) mmol/L, BP 120/107. Seen again at age 107."
 
 pytestmark = MARKS
 
@@ -65,6 +68,8 @@ def seed(url: str) -> dict[str, int]:
                                                _span(CLEAN, "Ruiz", "DOCTOR"),
                                                _span(CLEAN, "Mercy Hospital", "HOSPITAL")),
                               {"logprob": -5.0, "logprob_per_token": -0.05})
+    notes["numbers"] = Document("numbers", NUMBERS, (_span(NUMBERS, "107", "AGE"),),
+                                {"logprob": -1.0, "logprob_per_token": -0.01})
     repo.import_documents(engine, "kb", list(notes.values()), annotations="predictions")
     ids = {key: repo.find_document(engine, "kb", key) for key in notes}
     engine.dispose()
@@ -241,6 +246,16 @@ def test_possible_miss_stands_out_and_enter_accepts_it(browser, app):
     page.keyboard.press("n")
     page.keyboard.press("Enter")
     assert page.get_by_test_id("deid-count-uncertain").inner_text() == "0"
+    page.context.close()
+
+
+def test_no_possible_miss_for_digits_inside_a_range_or_lab_value(browser, app):
+    page = sign_in(browser, app, "tom")
+    open_note(page, app, "numbers")
+    misses = page.locator(".deid-review span.deid-near")
+    assert misses.count() == 1  # not the "107" of "(98-107)" nor of "120/107"
+    assert int(misses.first.get_attribute("data-s")) == NUMBERS.rindex("107")
+    assert page.get_by_test_id("deid-count-misses").inner_text() == "1"
     page.context.close()
 
 
@@ -439,4 +454,85 @@ def test_import_uploader_starts_empty_after_an_import(browser, app, tmp_path):
     error = page.get_by_text("Nothing was imported")
     error.wait_for(timeout=30_000)
     assert "good.jsonl" in error.inner_text() and "jsonl format" in error.inner_text()
+    page.context.close()
+
+
+# ---------------------------------------------------------------- the queue table's own search
+
+
+def test_queue_table_search_finds_a_note_id(browser, app):
+    # Streamlit's toolbar search (Glide Data Grid) finds note ids and database ids, but it
+    # only counts and highlights a match until Enter jumps to it: a match below the visible
+    # rows looks like nothing was found. The page's "Find a note" box filters the rows.
+    page = sign_in(browser, app, "val")
+    grid = page.locator("[data-testid='stDataFrame']")
+    grid.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    found = re.compile(r"^[1-9][0-9]* results?$")  # the count, while nothing is selected yet
+    for query in ("next-val", str(app["ids"]["misses"])):  # a note id, a database id
+        grid.hover()
+        page.get_by_role("button", name="Search").click()  # the table's toolbar search
+        page.keyboard.type(query)
+        bar = page.locator(".gdg-search-bar")
+        bar.get_by_text(found).first.wait_for(timeout=10_000)
+        page.keyboard.press("Enter")  # jump to the first match
+        bar.get_by_text("1 of").first.wait_for(timeout=10_000)
+        page.keyboard.press("Escape")
+    page.context.close()
+
+
+# ---------------------------------------------------------------- the next note, held ahead
+# Last in the module: "Review next" claims the least confident notes (and two ahead), which
+# the tests above open by link.
+
+NEXT_NOW = """() => {
+  const before = document.querySelector('.deid-review').dataset.doc;
+  (document.activeElement || document.body).dispatchEvent(
+      new KeyboardEvent("keydown", {key: "a", bubbles: true, cancelable: true}));
+  const root = document.querySelector('.deid-review');
+  return [before, root.dataset.doc, root.dataset.ahead];
+}"""
+
+
+def test_accept_shows_the_next_note_at_once_and_keeps_edits_made_before_the_save(browser, app):
+    from deid_core.store import repository as repo
+    from deid_core.store.engine import open_store
+
+    page = sign_in(browser, app, "uma", context=None)
+    page.get_by_role("button", name="Review next").click()
+    page.locator('.deid-review[data-queued="2"] .deid-note').wait_for(timeout=30_000)
+    page.locator(".deid-review .deid-note").focus()
+    # A: the next note is on screen in the same event, before any server reply
+    first, shown, ahead = page.evaluate(NEXT_NOW)
+    assert shown != first and ahead == "1"
+    n_spans = int(page.locator(".deid-review").get_attribute("data-spans"))
+    page.keyboard.press("Tab")
+    page.keyboard.press("Delete")  # an edit on the note shown ahead, before the server's run
+    # the server saves the first note and adopts the shown one without dropping the edit
+    page.get_by_text("Saved note").first.wait_for(timeout=30_000)
+    page.locator(f'.deid-review[data-doc="{shown}"][data-ahead="0"]').wait_for(timeout=30_000)
+    assert int(page.locator(".deid-review").get_attribute("data-spans")) == n_spans - 1
+    assert page.get_by_test_id("deid-dirty").inner_text() == "yes"
+    saved, _ = layer(app, int(first))
+    assert saved.status == "reviewed" and saved.updated_by == "uma"
+    # B still goes back to the accepted note and reopens it
+    page.locator(".deid-review .deid-note").focus()
+    page.keyboard.press("b")
+    page.get_by_text("Reopened the previous note").wait_for(timeout=30_000)
+    editor(page, first)
+    back, _ = layer(app, int(first))
+    assert back.status == "in_review" and back.assigned_to == "uma"
+    # Someone saves the reopened note meanwhile: the next accept moves on at once, and the
+    # conflict then brings the note back with its error, nothing lost
+    engine = open_store(app["url"])
+    try:
+        result = repo.save_review(engine, int(first), "boss", back.document.spans, back.version)
+        assert result.ok
+    finally:
+        engine.dispose()
+    page.locator(".deid-review .deid-note").focus()
+    page.keyboard.press("a")
+    page.get_by_text("Not saved").first.wait_for(timeout=30_000)
+    editor(page, first)
+    assert page.locator(".deid-review").get_attribute("data-ahead") == "0"
     page.context.close()

@@ -46,6 +46,9 @@ def editor_payload(
     tokens: Sequence[tuple[int, int]] = (),
     origin: Sequence[Span] | None = None,
     known: Sequence[tuple[str, str]] = (),
+    numeric: Sequence[tuple[int, int]] = (),
+    ahead: Sequence[dict[str, Any]] = (),
+    ack: Any = None,
     base: str = "",
     user: str = "",
     progress: str = "",
@@ -60,7 +63,17 @@ def editor_payload(
     ``base`` names the stored version the edits start from (localStorage drafts
     of another version are dropped). ``known`` holds (text, label) pairs that
     are PHI in this patient's other notes; the browser marks their unmarked
-    occurrences, and those of this note's own spans, as possible misses.
+    occurrences, and those of this note's own spans, as possible misses;
+    ``numeric`` names digit tokens inside a range or a lab value ("98-107",
+    "120/80"), where an all-digit possible miss is noise and is not shown.
+
+    ``ahead`` holds the payloads of the notes claimed next for this reviewer:
+    on Accept or Skip the browser shows the first at once and sends the
+    decision with ``shown``; the server's next run saves it and sends that note
+    as the open one, which the browser adopts without touching edits made in
+    the meantime. ``ack`` is the sequence number of the last browser action the
+    server handled: the browser sends its next action only after that one's
+    run, so no action interrupts (and loses) another.
     """
     palette = {name: safe_colour(c) for name, c in colours.items()}
     palette.update(label_colours([s.label for s in spans if s.label not in palette], None))
@@ -85,6 +98,9 @@ def editor_payload(
         "origin": [span_json(s) for s in (spans if origin is None else origin)],
         "near": [span_json(s) for s in near_misses],
         "known": [{"t": t, "l": lab} for t, lab in known],
+        "numeric": [[int(a), int(b)] for a, b in numeric],
+        "next": list(ahead),
+        "ack": ack,
         "uncertain_below": float(uncertain_below),
         "progress": progress,
         "focus_offset": focus_offset,

@@ -14,9 +14,22 @@
 //
 // Streamlit calls this function again whenever `data` changes, without running
 // the previous cleanup, so per-note state and the key listener live on window.
+//
+// The next note comes with the open one (`data.next`, claimed for this reviewer
+// ahead of time, like Prodigy's task queue). Accept or Skip shows it at once and
+// sends the decision with `shown`; the server's run saves the note and sends the
+// shown note as the open one, which this editor adopts without redrawing (edits
+// made in the meantime stay). Actions go to the server one at a time: the next
+// is sent once the server acknowledged the last (`data.ack`), so a second accept
+// never interrupts the run saving the first. A conflict comes back as the
+// server's data for the earlier note, which then replaces the one on screen.
 
-const W = (window.__deidReview = window.__deidReview || { docs: {}, keys: {} });
+const W = (window.__deidReview = window.__deidReview || { docs: {}, keys: {}, live: {}, sync: {} });
+W.live = W.live || {};
+W.sync = W.sync || {};
 const AUTOSAVE_MS = 1500;
+// An action the server never acknowledged (an error in its run) stops blocking the next after this.
+const ACK_WAIT_MS = 10000;
 const STORE_PREFIX = "deid-review-draft:";
 
 function el(tag, cls, text) {
@@ -49,9 +62,100 @@ function writeStore(key, value) {
   }
 }
 
+function syncOf(slot) {
+  if (!W.sync[slot]) W.sync[slot] = { inflight: null, queue: [], left: new Set(), trigger: null, sig: null, timer: null };
+  return W.sync[slot];
+}
+
+// Queue an action for the server; drafts of the same note collapse into the latest.
+function dispatch(slot, payload) {
+  const sync = syncOf(slot);
+  if (payload.type === "draft") {
+    sync.queue = sync.queue.filter((q) => !(q.type === "draft" && q.doc_id === payload.doc_id));
+  }
+  sync.queue.push(payload);
+  sync.made = sync.made || {};
+  if (payload.type !== "draft") sync.made[payload.seq] = performance.now(); // acknowledged ones only
+  pump(slot);
+}
+
+// The server acknowledged the action in flight: log how long it took (bench/review_latency.py reads
+// `window.__deidReview.acks`), and let the next go.
+function acknowledged(sync) {
+  const t0 = (sync.made || {})[sync.inflight.seq];
+  if (t0 !== undefined) {
+    W.acks = (W.acks || []).slice(-199).concat([{ doc: sync.inflight.doc, ms: performance.now() - t0 }]);
+    delete sync.made[sync.inflight.seq];
+  }
+  sync.left.delete(sync.inflight.doc);
+  sync.inflight = null;
+}
+
+// Send queued actions while none awaits its acknowledgement (drafts are not waited on).
+function pump(slot) {
+  const sync = syncOf(slot);
+  if (sync.inflight && Date.now() - sync.inflight.at < ACK_WAIT_MS) return;
+  if (sync.inflight) {
+    sync.left.delete(sync.inflight.doc);
+    sync.inflight = null;
+  }
+  while (sync.queue.length && sync.trigger) {
+    const p = sync.queue.shift();
+    if (p.wantsNext) {
+      // accepted while the note after it was not known yet: it is known now (or never will be)
+      delete p.wantsNext;
+      const live = W.live[slot];
+      if (live && live.doc === String(p.doc_id)) live.moveOn(p);
+    }
+    if (p.type !== "draft") sync.inflight = { seq: p.seq, doc: String(p.doc_id), at: Date.now() };
+    W.sends = (W.sends || 0) + 1; // actions sent so far (bench/review_latency.py)
+    sync.trigger("action", p);
+    if (sync.inflight) {
+      if (sync.timer) clearTimeout(sync.timer);
+      sync.timer = setTimeout(() => pump(slot), ACK_WAIT_MS + 50);
+      break;
+    }
+  }
+}
+
 export default function (component) {
-  const { data, setTriggerValue, parentElement } = component;
-  const d = data || {};
+  const slot = String(component.key || "review");
+  const d = component.data || {};
+  const sync = syncOf(slot);
+  sync.trigger = component.setTriggerValue;
+  if (sync.inflight && d.ack !== null && d.ack !== undefined && d.ack === sync.inflight.seq) acknowledged(sync);
+  const sig = JSON.stringify([d.doc_id, d.rev, d.ack]);
+  const fresh = sig !== sync.sig;
+  sync.sig = sig;
+  const live = W.live[slot];
+  const here = live && live.parent === component.parentElement && live.root.isConnected;
+  if (here && live.adopt(d)) {
+    // the note on screen: local state, undo history and DOM kept
+  } else if (here && (!fresh || sync.left.has(String(d.doc_id)))) {
+    // a re-render with data already seen, or a note the reviewer already moved on from (its
+    // save is still queued): keep the note on screen, and learn the notes queued after it
+    live.extend(d.next || []);
+  } else {
+    if (d.doc_id !== undefined) {
+      // the server shows another note (a conflict, Back, a link): drop what was queued for others
+      sync.queue = sync.queue.filter((q) => String(q.doc_id) === String(d.doc_id));
+      sync.left.clear();
+      if (sync.inflight) sync.left.add(sync.inflight.doc);
+    }
+    mount(component, d, false);
+  }
+  pump(slot);
+  return () => {
+    if (W.keys[slot]) {
+      document.removeEventListener("keydown", W.keys[slot], true);
+      delete W.keys[slot];
+    }
+    W.live[slot] = null;
+  };
+}
+
+function mount(component, d, ahead) {
+  const parentElement = component.parentElement;
   const chars = Array.from(d.text || "");
   const tokens = d.tokens || []; // [[start, end], ...] in text order
   const labels = d.labels || [];
@@ -61,15 +165,24 @@ export default function (component) {
   const user = String(d.user || "");
   const storeKey = STORE_PREFIX + user + ":" + d.doc_id;
   const slot = String(component.key || "review");
+  const numeric = new Set((d.numeric || []).map((t) => t[0] + ":" + t[1]));
 
   // ------------------------------------------------------------ per-note state
   let st = W.docs[slot];
+  const incoming = sortSpans((d.spans || []).map((s) => Object.assign({}, s)));
+  if (st && !ahead && st.ahead && st.doc === d.doc_id && st.base === d.base && sameLayer(incoming, st.initial)) {
+    st.rev = d.rev; // the server now holds the note shown ahead, unchanged: keep the local edits
+    st.ahead = false;
+  }
   if (!st || st.doc !== d.doc_id || st.rev !== d.rev) {
     st = {
       doc: d.doc_id,
       rev: d.rev,
       base: d.base,
-      spans: sortSpans((d.spans || []).map((s) => Object.assign({}, s))),
+      ahead: !!ahead, // shown from the previous note's `next`, before the server made it the open note
+      initial: incoming.map((s) => Object.assign({}, s)),
+      leaving: false, // accepted or skipped, waiting for the server to name the next note
+      spans: incoming,
       undo: [],
       redo: [],
       synced: null,
@@ -92,10 +205,11 @@ export default function (component) {
     }
     W.docs[slot] = st;
   }
-  const originSet = new Set((d.origin || []).map(keyOf));
+  let originSet = new Set((d.origin || []).map(keyOf));
 
   let seq = 0;
   const send = (type, extra) => {
+    if (st.leaving) return; // already accepted or skipped
     seq += 1;
     if (st.timer) {
       clearTimeout(st.timer);
@@ -108,8 +222,30 @@ export default function (component) {
     );
     if (type !== "draft") writeStore(storeKey, null);
     st.synced = st.spans.map(keyOf).join("|");
-    setTriggerValue("action", payload);
+    if (type === "accept" || type === "skip") {
+      const sync = syncOf(slot);
+      if ((d.next || []).length) {
+        moveOn(payload); // the next note at once; the server hears about this one meanwhile
+        dispatch(slot, payload);
+        return;
+      }
+      if (sync.inflight || sync.queue.length) {
+        // the server is still saving the note before: the one after this is not known yet
+        payload.wantsNext = true;
+        st.leaving = true;
+        draw();
+      }
+    }
+    dispatch(slot, payload);
   };
+  // Show the note claimed ahead (if any) in place of this one, which `payload` accepts or skips.
+  function moveOn(payload) {
+    const nxt = (d.next || [])[0];
+    if (!nxt) return;
+    payload.shown = nxt.doc_id;
+    syncOf(slot).left.add(String(d.doc_id));
+    mount(component, Object.assign({}, nxt, { focus: true, next: d.next.slice(1) }), true);
+  }
 
   // ------------------------------------------------------------ tokens
   function tokenAt(offset) {
@@ -138,6 +274,8 @@ export default function (component) {
   // plus the model's near misses. Drawn hatched in the label's colour; Enter accepts.
   const starts = new Set(tokens.map((t) => t[0]));
   const ends = new Set(tokens.map((t) => t[1]));
+  // An all-digit possible miss inside a range or lab value ("98-107", "120/80") is noise.
+  const noisy = (s, e, str) => numeric.has(s + ":" + e) && /^[0-9]+$/.test(str);
   function hints() {
     const wanted = new Map();
     for (const k of d.known || []) if (k.t && k.t.trim().length > 1) wanted.set(k.t, { l: k.l, why: "PHI in another note of this patient" });
@@ -167,7 +305,7 @@ export default function (component) {
       let pos = text.indexOf(needle);
       while (pos !== -1) {
         const s = cpOf(pos), e = cpOf(pos + needle.length);
-        if (starts.has(s) && ends.has(e)) {
+        if (starts.has(s) && ends.has(e) && !noisy(s, e, needle)) {
           const h = { s, e, l: info.l, why: info.why, sc: 1 };
           if (!st.spans.some((x) => overlaps(x, h)) && !out.some((x) => overlaps(x, h))) out.push(h);
         }
@@ -175,6 +313,7 @@ export default function (component) {
       }
     }
     for (const n of d.near || []) {
+      if (noisy(n.s, n.e, chars.slice(n.s, n.e).join(""))) continue;
       const h = { s: n.s, e: n.e, l: n.l, sc: n.sc, why: "model: P(" + n.l + ")=" + Number(n.sc).toFixed(2) };
       if (!st.spans.some((x) => overlaps(x, h)) && !out.some((x) => overlaps(x, h))) out.push(h);
     }
@@ -393,7 +532,13 @@ export default function (component) {
         parent.appendChild(tag);
       }
     }
-    // status bar: live counts
+    drawBar();
+    drawRestore();
+    drawMenu();
+  }
+  // status bar: live counts
+  function drawBar() {
+    const hs = st.hints || [];
     const nUnc = st.spans.filter(uncertain).length;
     const nSug = st.spans.filter(suggested).length;
     const dirty = !sameKeys(st.spans, originSet);
@@ -411,9 +556,9 @@ export default function (component) {
     item("possible misses", hs.length + nSug, "deid-count-misses");
     item("unsaved edits", dirty ? "yes" : "no", "deid-dirty");
     if (d.progress) bar.appendChild(el("span", "deid-progress", d.progress));
+    if (st.leaving) bar.appendChild(el("span", "deid-saving", "saving: the next note opens when the server replies"));
     root.setAttribute("data-spans", String(st.spans.length));
-    drawRestore();
-    drawMenu();
+    root.setAttribute("data-queued", String((d.next || []).length)); // next notes held in the browser
   }
   function sameKeys(spans, set) {
     return spans.length === set.size && spans.every((s) => set.has(keyOf(s)));
@@ -683,6 +828,7 @@ export default function (component) {
     if (tag === "input" || tag === "textarea" || tag === "select" || (t && t.isContentEditable)) return;
     if (e.altKey || e.metaKey) return;
     const k = e.key;
+    if (st.leaving) return; // accepted or skipped: nothing more to edit here
     const stop = () => { e.preventDefault(); e.stopPropagation(); };
     if (e.ctrlKey) {
       if (k === "z" || k === "Z") { stop(); if (e.shiftKey) redo(); else undo(); }
@@ -747,12 +893,50 @@ export default function (component) {
   }
   drawHelp();
   root.setAttribute("data-ready", String(d.rev));
+  root.setAttribute("data-ahead", st.ahead ? "1" : "0"); // "0" once the server holds it too
+  root.setAttribute("data-opened", st.ahead ? "ahead" : "server"); // where this note came from first
   if (d.focus) note.focus({ preventScroll: true });
 
-  return () => {
-    if (W.keys[slot] === onKey) {
-      document.removeEventListener("keydown", onKey, true);
-      delete W.keys[slot];
-    }
+  // What the entry point needs to reconcile new server data with this note.
+  W.live[slot] = {
+    doc: String(d.doc_id),
+    parent: parentElement,
+    root,
+    extend(queued) {
+      const i = queued.findIndex((n) => String(n.doc_id) === String(d.doc_id));
+      const after = i >= 0 ? queued.slice(i + 1) : [];
+      if (after.length > (d.next || []).length) d.next = after;
+    },
+    moveOn(payload) {
+      st.leaving = false;
+      if ((d.next || []).length) moveOn(payload);
+      else { st.leaving = true; drawBar(); } // no next note known: the server claims one
+    },
+    // New server data for this note: take it without a redraw when it is the layer on screen
+    // (the same revision, or the note shown ahead now opened on the server, unchanged).
+    adopt(nd) {
+      if (String(nd.doc_id) !== String(d.doc_id)) return false;
+      if (nd.rev !== st.rev) {
+        const theirs = sortSpans((nd.spans || []).map((x) => Object.assign({}, x)));
+        if (!(st.ahead && nd.base === st.base && sameLayer(theirs, st.initial))) return false;
+        st.rev = nd.rev;
+        st.ahead = false;
+      }
+      const hintsBefore = JSON.stringify([d.known, d.near, d.numeric, d.origin]);
+      Object.keys(d).forEach((k) => { if (!(k in nd)) delete d[k]; });
+      Object.assign(d, nd, { focus: false });
+      root.setAttribute("data-rev", String(d.rev));
+      root.setAttribute("data-ready", String(d.rev));
+      root.setAttribute("data-ahead", "0");
+      if (JSON.stringify([d.known, d.near, d.numeric, d.origin]) !== hintsBefore) {
+        originSet = new Set((d.origin || []).map(keyOf));
+        numeric.clear();
+        (d.numeric || []).forEach((t) => numeric.add(t[0] + ":" + t[1]));
+        draw();
+      } else {
+        drawBar();
+      }
+      return true;
+    },
   };
 }
