@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--corpus", choices=sorted(SETTINGS), default="meddocan")
     ap.add_argument("--cache", default="/tmp/charcrf_models", help="where the token models are kept")
     ap.add_argument("--char", default='[{"stack": true}]', help="JSON list of CharCRFConfig changes")
-    ap.add_argument("--policies", default="fill,priority,subtoken")
+    ap.add_argument("--policies", default="fill,priority,subtoken", help="merge policies, each NAME[:MIN_SCORE]")
     ap.add_argument("--dev-limit", type=int, default=0)
     ap.add_argument("--no-baseline", action="store_true", help="skip scoring the token model alone")
     args = ap.parse_args()
@@ -112,15 +112,18 @@ def main() -> None:
         char_cpu, char_wall = time.process_time() - cpu, time.perf_counter() - wall
         token_cpu = model.metadata.get("bench_cpu_s")
         fold_cpu = [m.metadata.get("bench_cpu_s") for m in folds]
-        for policy in args.policies.split(","):
-            model.char = tagger.with_config(dataclasses.replace(cfg, policy=policy))
+        for spec in args.policies.split(","):  # "fill" or "fill:0.9" (with a min_score)
+            policy, _, floor = spec.partition(":")
+            model.char = tagger.with_config(
+                dataclasses.replace(cfg, policy=policy, min_score=float(floor) if floor else cfg.min_score)
+            )
             row = score(model, dev, lang)
             row.update(
                 char_config=model.char.config.to_dict(), char_training=stats,
                 char_train_cpu_s=round(char_cpu, 1), char_train_wall_s=round(char_wall, 1),
                 oof_views_cpu_s=round(view_cpu, 1), token_train_cpu_s=token_cpu, fold_train_cpu_s=fold_cpu,
             )
-            emit(f"{json.dumps(changes, sort_keys=True)} {policy}", row)
+            emit(f"{json.dumps(changes, sort_keys=True)} {spec}", row)
         model.char = None
     print(json.dumps({"corpus": args.corpus, "dev_documents": len(dev), "rows": rows}))
 

@@ -18,6 +18,7 @@ from deid_core.engine.charcrf import (
     line_windows,
     note_chars,
     resolve,
+    stack_windows,
     token_windows,
     train_char_crf,
 )
@@ -298,3 +299,15 @@ def test_stacked_training_is_deterministic_and_saves(stacked: DeidModel, tmp_pat
     assert loaded.char is not None and loaded.char.config == STACKED
     doc = glued_notes(1, seed=3)[0]
     assert loaded.predict(doc).spans == stacked.predict(doc).spans
+
+
+def test_stack_windows_never_cut_a_token_crf_span() -> None:
+    text = "a b c d e f g h i j"
+    toks = tokenize(text, "en").tokens
+    # the token CRF marks "b c d e f g" (tokens 1..6); token 8 ("i") is uncertain
+    tags = ("O", "B-X", "I-X", "I-X", "I-X", "I-X", "I-X", "O", "O", "O")
+    view = TokenView(tags, (1.0,) * 10, (8,))
+    assert token_windows(toks, [8], 1) == [(14, 19)]  # h i j
+    assert stack_windows(toks, view, 1) == [(14, 19)]  # no span cut: unchanged
+    assert token_windows(toks, [8], 3) == [(10, 19)]  # f g h i j: cuts the span at "f"
+    assert stack_windows(toks, view, 3) == [(2, 19)]  # widened back to "b"

@@ -78,7 +78,7 @@ class CharCRFConfig:
     #: is added where no token CRF span is, or replaces the one token CRF span
     #: it overlaps when both have the same label (a boundary fix); never else.
     policy: str = "subtoken"
-    #: "fill" only: character spans scoring below this (min character marginal) are dropped.
+    #: "fill" and "add": character spans scoring below this (min character marginal) are dropped.
     min_score: float = 0.0
     #: Stacking: the token CRF's labels and confidence are character features
     #: (out-of-fold labels in training, from ``stack_folds`` token models).
@@ -374,6 +374,34 @@ def token_windows(tokens: Sequence[Token], triggers: Sequence[int], context: int
     return merged
 
 
+def stack_windows(tokens: Sequence[Token], view: TokenView, context: int) -> list[tuple[int, int]]:
+    """``token_windows`` around the view's triggers, widened so that no token CRF span is cut.
+
+    A window edge inside a span the token CRF found cuts the character CRF's
+    view of it, and its span then ends at the window edge (MEDDOCAN dev: most
+    wrong "fill" edits were such truncated addresses and hospital names).
+    Widening follows the token CRF's ``I-`` tags across lines too.
+    """
+    n = len(tokens)
+    tags = view.tags
+    starts = [t.start for t in tokens]
+    ends = [t.end for t in tokens]
+    out: list[tuple[int, int]] = []
+    for a, b in token_windows(tokens, view.triggers, context):
+        lo = bisect_left(starts, a)
+        hi = bisect_right(ends, b) - 1
+        while lo > 0 and tags[lo].startswith("I-"):
+            lo -= 1
+        while hi + 1 < n and tags[hi + 1].startswith("I-"):
+            hi += 1
+        a, b = tokens[lo].start, tokens[hi].end
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
 def line_windows(tokens: Sequence[Token]) -> list[tuple[int, int]]:
     """One window per line that has tokens: the ``mode="all"`` setting."""
     out: list[tuple[int, int]] = []
@@ -493,7 +521,7 @@ class CharTagger:
         if self.config.mode == "all":
             windows = line_windows(tokens)
         elif view is not None:
-            windows = token_windows(tokens, view.triggers, self.config.context)
+            windows = stack_windows(tokens, view, self.config.context)
         else:
             windows = token_windows(tokens, self.triggers(tokens, marginals, known_word), self.config.context)
         if not windows:
@@ -578,7 +606,7 @@ def train_char_crf(
         if config.mode == "all":
             windows = line_windows(tokens)
         elif view is not None:
-            windows = token_windows(tokens, view.triggers, config.context)
+            windows = stack_windows(tokens, view, config.context)
         else:
             windows = token_windows(tokens, training_triggers(tokens, gold, config.negative_share, rng), config.context)
         if not windows:
@@ -613,8 +641,10 @@ def resolve(
         ends = {t.end for t in tokens}
         char_spans = [c for c in char_spans if c.start not in starts or c.end not in ends]
         policy = "priority"
+    if policy in ("fill", "add"):
+        char_spans = [c for c in char_spans if c.score >= min_score]
     if policy == "fill":
-        return _fill([c for c in char_spans if c.score >= min_score], crf_spans)
+        return _fill(char_spans, crf_spans)
     if policy == "priority" or not char_spans:
         return list(char_spans), list(crf_spans)
     ordered = sorted(crf_spans, key=lambda s: s.start)
