@@ -11,16 +11,26 @@ import pytest
 
 from deid_core.engine.charcrf import (
     CharCRFConfig,
+    TokenView,
     char_columns,
     char_items,
     char_tags,
     line_windows,
     note_chars,
     resolve,
+    stack_windows,
     token_windows,
+    train_char_crf,
 )
 from deid_core.engine.features import FeatureConfig
-from deid_core.engine.model import CHARCRF_FILE, MANIFEST, DeidModel, TrainConfig, train_model
+from deid_core.engine.model import (
+    CHARCRF_FILE,
+    MANIFEST,
+    DeidModel,
+    TrainConfig,
+    out_of_fold_views,
+    train_model,
+)
 from deid_core.engine.tokenize import tokenize
 from deid_core.errors import ModelError
 from deid_core.spans import Document, Span
@@ -196,3 +206,108 @@ def test_provenance_reaches_the_spans_csv_and_the_review_view(model: DeidModel) 
     assert rows and all(r["model_version"] == model.version for r in rows)
     html = render_note_html(doc.text, tagged.spans)
     assert f"[charcrf:{model.version}]" in html
+
+
+# -- stacking: the token CRF's out-of-fold labels as character features, and the "fill" merge ---------
+
+
+@pytest.mark.parametrize(
+    ("char", "crf", "expected"),
+    [
+        # a gap: added
+        ([Span(10, 12, "A", C, 0.9)], [Span(0, 6, "A", T, 0.9)], {(0, 6, T), (10, 12, C)}),
+        # the same label over one token span with other edges: a boundary fix
+        ([Span(2, 6, "A", C, 0.9)], [Span(0, 6, "A", T, 0.9)], {(2, 6, C)}),
+        # another label: the token CRF keeps its span
+        ([Span(2, 6, "B", C, 0.99)], [Span(0, 6, "A", T, 0.5)], {(0, 6, T)}),
+        # over two token spans: dropped
+        ([Span(0, 12, "A", C, 0.99)], [Span(0, 6, "A", T), Span(8, 12, "A", T)], {(0, 6, T), (8, 12, T)}),
+        # the same edges: the token CRF's span (and provenance) stays
+        ([Span(0, 6, "A", C, 0.99)], [Span(0, 6, "A", T, 0.5)], {(0, 6, T)}),
+        # two char spans split one token span
+        ([Span(0, 3, "A", C), Span(4, 6, "A", C)], [Span(0, 6, "A", T)], {(0, 3, C), (4, 6, C)}),
+        # below min_score (0.5 here): ignored, even in a gap
+        ([Span(10, 12, "A", C, 0.4), Span(2, 6, "A", C, 0.4)], [Span(0, 6, "A", T)], {(0, 6, T)}),
+    ],
+)
+def test_fill_policy_only_fills_gaps_and_fixes_edges(char, crf, expected) -> None:
+    got_char, got_crf = resolve(char, crf, "fill", min_score=0.5)
+    assert {(s.start, s.end, s.source) for s in [*got_char, *got_crf]} == expected
+
+
+def test_stack_columns_read_the_token_crfs_labels() -> None:
+    text = "Seen by ANNA BERG today"
+    tok = tokenize(text, "en")
+    assert [t.text for t in tok.tokens] == ["Seen", "by", "ANNA", "BERG", "today"]
+    view = TokenView(("O", "O", "B-NAME", "I-NAME", "O"), (1.0, 0.95, 0.8, 0.6, 0.999), (2, 3))
+    nc = note_chars(text, tok.tokens, [], pad=5, view=view)
+    items = char_items(char_columns(nc, 5, 18, window=3))  # "by ANNA BERG " (chars 5..17)
+    at = {i + 5: set(row) for i, row in enumerate(items)}
+    assert {"sl=B-NAME", "sc=l", "sp=O", "sn=I-NAME", "sx=B-NAME|tp=B"} <= at[8]  # "A" of ANNA
+    assert "sl=ws-in" in at[12]  # the space inside the token CRF's span
+    assert "sl=ws" in at[7]  # the space before it
+    assert {"sl=I-NAME", "sc=v", "sx=I-NAME|tp=E"} <= at[16]  # last "G" of BERG
+    assert {"sl=O", "sc=m"} <= at[5]
+    plain = char_items(char_columns(note_chars(text, tok.tokens, [], pad=5), 5, 18, window=3))
+    assert not any(v.startswith(("sl=", "sc=", "sx=")) for row in plain for v in row)
+
+
+def test_stacking_needs_views_and_two_folds() -> None:
+    with pytest.raises(ModelError, match="stack_folds"):
+        CharCRFConfig(stack=True, stack_folds=1)
+    text = "Seen by ANNA BERG"
+    tok = tokenize(text, "en")
+    with pytest.raises(ModelError, match="out-of-fold"):
+        train_char_crf([(text, tok.tokens, [], [])], CharCRFConfig(stack=True), "unused.crfsuite")
+
+
+STACKED = dataclasses.replace(CHAR, stack=True, stack_folds=2, policy="fill")
+
+
+@pytest.fixture(scope="module")
+def stacked() -> DeidModel:
+    return train_model(glued_notes(40, seed=1), lang="en", config=dataclasses.replace(CONFIG, charcrf=STACKED))
+
+
+def test_out_of_fold_views_cover_every_note_from_a_model_without_it() -> None:
+    docs = glued_notes(12, seed=7)
+    config = dataclasses.replace(CONFIG, charcrf=STACKED)
+    views = out_of_fold_views(docs, lang="en", scheme=None, config=config)
+    assert len(views) == len(docs)
+    for doc, view in zip(docs, views):
+        assert len(view.tags) == len(tokenize(doc.text, "en").tokens) == len(view.conf)
+        assert view.triggers  # the glued names and ids are words no fold model saw
+
+
+def test_stacked_char_crf_fixes_the_token_crfs_glued_spans(stacked: DeidModel) -> None:
+    """The token CRF can only mark "NURSEANNA BERG" whole; the stacked char CRF moves the edge."""
+    assert stacked.char is not None and stacked.char.config.stack
+    found = total = 0
+    for doc in glued_notes(8, seed=2):
+        got = {(s.start, s.end, s.label): s.source for s in stacked.predict(doc).spans}
+        for g in doc.spans:
+            total += 1
+            found += got.get((g.start, g.end, g.label)) == f"charcrf:{stacked.version}"
+    assert found >= 0.75 * total
+
+
+def test_stacked_training_is_deterministic_and_saves(stacked: DeidModel, tmp_path) -> None:
+    again = train_model(glued_notes(40, seed=1), lang="en", config=dataclasses.replace(CONFIG, charcrf=STACKED))
+    assert again.char is not None and stacked.char is not None
+    assert again.char.crf_bytes == stacked.char.crf_bytes
+    loaded = DeidModel.load(stacked.save(tmp_path / "m"))
+    assert loaded.char is not None and loaded.char.config == STACKED
+    doc = glued_notes(1, seed=3)[0]
+    assert loaded.predict(doc).spans == stacked.predict(doc).spans
+
+
+def test_stack_windows_never_cut_a_token_crf_span() -> None:
+    text = "a b c d e f g h i j"
+    toks = tokenize(text, "en").tokens
+    # the token CRF marks "b c d e f g" (tokens 1..6); token 8 ("i") is uncertain
+    tags = ("O", "B-X", "I-X", "I-X", "I-X", "I-X", "I-X", "O", "O", "O")
+    view = TokenView(tags, (1.0,) * 10, (8,))
+    assert token_windows(toks, [8], 1) == [(14, 19)]  # h i j
+    assert stack_windows(toks, view, 1) == [(14, 19)]  # no span cut: unchanged
+    assert token_windows(toks, [8], 3) == [(10, 19)]  # f g h i j: cuts the span at "f"
+    assert stack_windows(toks, view, 3) == [(2, 19)]  # widened back to "b"

@@ -20,6 +20,14 @@ every line. Training uses windows around gold PHI tokens and around every
 token with a capital or a digit (no token CRF exists yet to say which are
 uncertain), so the training windows cover what tagging will meet.
 
+Stacking (``stack=True``, paper 000's "general NER information"): the
+character CRF also reads the token CRF's own labels and confidence at each
+character (``TokenView``). Trained on the token CRF's *out-of-fold* labels
+(``stack_folds`` models, each trained without the notes it labels), it learns
+where the token CRF tends to be wrong rather than copying a tagger that has
+seen its training notes. Its training windows are then the ones tagging will
+meet: around the tokens the out-of-fold token CRF is uncertain about.
+
 Weights are read from the binary model file and decoded by our own decoder,
 so the O-label bias applies to the character model too.
 """
@@ -45,7 +53,7 @@ from deid_core.spans import Span
 
 ProgressFn = Callable[[str, float], None]
 MODES = ("windows", "all")
-POLICIES = ("priority", "add", "score", "subtoken")
+POLICIES = ("priority", "add", "score", "subtoken", "fill")
 
 
 @dataclass(frozen=True)
@@ -65,8 +73,17 @@ class CharCRFConfig:
     #: "score": a charcrf span is kept where no token CRF span is, or where its
     #: score beats every token CRF span it overlaps (those are then dropped);
     #: "subtoken": only charcrf spans with an edge inside a token (what the
-    #: token CRF cannot express: glued forms, odd splits) go on, with priority.
+    #: token CRF cannot express: glued forms, odd splits) go on, with priority;
+    #: "fill": the character CRF only fills gaps and fixes edges: a charcrf span
+    #: is added where no token CRF span is, or replaces the one token CRF span
+    #: it overlaps when both have the same label (a boundary fix); never else.
     policy: str = "subtoken"
+    #: "fill" and "add": character spans scoring below this (min character marginal) are dropped.
+    min_score: float = 0.0
+    #: Stacking: the token CRF's labels and confidence are character features
+    #: (out-of-fold labels in training, from ``stack_folds`` token models).
+    stack: bool = False
+    stack_folds: int = 3
     #: Share of the capitalised/digit tokens away from PHI that training
     #: windows are built around (all gold PHI tokens always are): training time.
     negative_share: float = 0.3
@@ -77,6 +94,8 @@ class CharCRFConfig:
             raise ModelError(f"unknown character CRF mode {self.mode!r}: use one of {MODES}")
         if self.policy not in POLICIES:
             raise ModelError(f"unknown character CRF policy {self.policy!r}: use one of {POLICIES}")
+        if self.stack and self.stack_folds < 2:
+            raise ModelError(f"stacking needs stack_folds >= 2 out-of-fold token models, got {self.stack_folds}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,6 +146,58 @@ _ASCII_CLASS = {i: _class(chr(i)) for i in range(128)}
 
 
 @dataclass(frozen=True)
+class TokenView:
+    """What the token CRF says about a note's tokens: the stacking features and the window triggers.
+
+    ``tags[k]`` is token ``k``'s most probable tag (argmax of its marginals, so
+    it does not depend on the bias), ``conf[k]`` that tag's marginal.
+    """
+
+    tags: tuple[str, ...]
+    conf: tuple[float, ...]
+    triggers: tuple[int, ...]
+
+
+def token_view(
+    tokens: Sequence[Token],
+    marginals: np.ndarray,
+    tag_names: Sequence[str],
+    known_word: Callable[[str], bool],
+    config: CharCRFConfig,
+) -> TokenView:
+    """The token CRF's view of a note, read from its marginals (the same at training and tagging)."""
+    if not len(tokens):
+        return TokenView((), (), ())
+    best = marginals.argmax(axis=1)
+    conf = marginals.max(axis=1)
+    return TokenView(
+        tuple(tag_names[int(i)] for i in best),
+        tuple(float(x) for x in conf),
+        tuple(uncertain_tokens(tokens, marginals, known_word, config)),
+    )
+
+
+def uncertain_tokens(
+    tokens: Sequence[Token], marginals: np.ndarray, known_word: Callable[[str], bool], config: CharCRFConfig
+) -> list[int]:
+    """Low best marginal, or (``oov_trigger``) an unseen word with a capital or a digit."""
+    if not len(tokens):
+        return []
+    low = np.flatnonzero(marginals.max(axis=1) < 1.0 - config.uncertainty).tolist()
+    if not config.oov_trigger:
+        return low
+    oov = [
+        k for k, t in enumerate(tokens)
+        if any(c.isupper() or c.isdigit() for c in t.text) and not known_word(t.text)
+    ]
+    return sorted(set(low) | set(oov))
+
+
+def _conf_bucket(p: float) -> str:
+    return "h" if p >= 0.99 else "m" if p >= 0.9 else "l" if p >= 0.7 else "v"
+
+
+@dataclass(frozen=True)
 class NoteChars:
     """Per-note arrays the character features read: normalised text, classes, token of each char."""
 
@@ -138,9 +209,12 @@ class NoteChars:
     tok_starts: list[int]
     tok_ends: list[int]
     rule_marks: dict[int, list[str]]  # char offset -> rule marks there
+    view: TokenView | None = None  # the token CRF's labels, when stacking
 
 
-def note_chars(text: str, tokens: Sequence[Token], rule_spans: Sequence[Span], pad: int) -> NoteChars:
+def note_chars(
+    text: str, tokens: Sequence[Token], rule_spans: Sequence[Span], pad: int, view: TokenView | None = None
+) -> NoteChars:
     marks: dict[int, list[str]] = {}
     for s in rule_spans:
         for k in range(s.start, s.end):
@@ -158,6 +232,7 @@ def note_chars(text: str, tokens: Sequence[Token], rule_spans: Sequence[Span], p
         tok_starts=[t.start for t in tokens],
         tok_ends=[t.end for t in tokens],
         rule_marks=marks,
+        view=view,
     )
 
 
@@ -218,6 +293,8 @@ def char_columns(nc: NoteChars, a: int, b: int, window: int) -> list[list[str]]:
             prev_col.append(f"pw={_word(tokens[k - 1])}" if k > 0 else "pw=BOS")
             next_col.append(f"nw={_word(tokens[k])}" if k < ntok else "nw=EOS")
     cols.extend((pos_col, idx_col, shape_col, word_col, prev_col, next_col))
+    if nc.view is not None:
+        cols.extend(_stack_columns(nc, a, b, pos_col))
     if nc.rule_marks:
         marks = nc.rule_marks
         widest = max((len(marks.get(c, ())) for c in range(a, b)), default=0)
@@ -229,6 +306,40 @@ def char_columns(nc: NoteChars, a: int, b: int, window: int) -> list[list[str]]:
             cols.append(col)
     assert all(len(col) == n for col in cols)
     return cols
+
+
+def _stack_columns(nc: NoteChars, a: int, b: int, pos_col: list[str]) -> list[list[str]]:
+    """The token CRF's tag at each character, its confidence, its neighbours' tags, tag x position.
+
+    White space between two tokens of one token CRF span reads ``sl=ws-in``:
+    the character CRF should learn to carry the span across it.
+    """
+    assert nc.view is not None
+    tags, conf = nc.view.tags, nc.view.conf
+    starts, ends = nc.tok_starts, nc.tok_ends
+    ntok = len(tags)
+    lab, cnf, prev, nxt, cross = [], [], [], [], []
+    k = bisect_right(ends, a)
+    for i, c in enumerate(range(a, b)):
+        while k < ntok and ends[k] <= c:
+            k += 1
+        before = tags[k - 1] if k > 0 else "BOS"
+        if k < ntok and starts[k] <= c:
+            tag = tags[k]
+            lab.append(f"sl={tag}")
+            cnf.append(f"sc={_conf_bucket(conf[k])}")
+            prev.append(f"sp={before}")
+            nxt.append(f"sn={tags[k + 1] if k + 1 < ntok else 'EOS'}")
+            cross.append(f"sx={tag}|{pos_col[i]}")
+        else:
+            after = tags[k] if k < ntok else "EOS"
+            inside = before != OUTSIDE and after.startswith("I-")
+            lab.append("sl=ws-in" if inside else "sl=ws")
+            cnf.append("")
+            prev.append(f"sp={before}")
+            nxt.append(f"sn={after}")
+            cross.append("")
+    return [lab, cnf, prev, nxt, cross]
 
 
 def char_items(cols: list[list[str]]) -> list[list[str]]:
@@ -261,6 +372,34 @@ def token_windows(tokens: Sequence[Token], triggers: Sequence[int], context: int
         else:
             merged.append((a, b))
     return merged
+
+
+def stack_windows(tokens: Sequence[Token], view: TokenView, context: int) -> list[tuple[int, int]]:
+    """``token_windows`` around the view's triggers, widened so that no token CRF span is cut.
+
+    A window edge inside a span the token CRF found cuts the character CRF's
+    view of it, and its span then ends at the window edge (MEDDOCAN dev: most
+    wrong "fill" edits were such truncated addresses and hospital names).
+    Widening follows the token CRF's ``I-`` tags across lines too.
+    """
+    n = len(tokens)
+    tags = view.tags
+    starts = [t.start for t in tokens]
+    ends = [t.end for t in tokens]
+    out: list[tuple[int, int]] = []
+    for a, b in token_windows(tokens, view.triggers, context):
+        lo = bisect_left(starts, a)
+        hi = bisect_right(ends, b) - 1
+        while lo > 0 and tags[lo].startswith("I-"):
+            lo -= 1
+        while hi + 1 < n and tags[hi + 1].startswith("I-"):
+            hi += 1
+        a, b = tokens[lo].start, tokens[hi].end
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def line_windows(tokens: Sequence[Token]) -> list[tuple[int, int]]:
@@ -362,16 +501,7 @@ class CharTagger:
         known_word: Callable[[str], bool],
     ) -> list[int]:
         """Uncertain tokens: low best marginal, or unseen words with a capital or a digit."""
-        if not len(tokens):
-            return []
-        low = np.flatnonzero(marginals.max(axis=1) < 1.0 - self.config.uncertainty).tolist()
-        if not self.config.oov_trigger:
-            return low
-        oov = [
-            k for k, t in enumerate(tokens)
-            if any(c.isupper() or c.isdigit() for c in t.text) and not known_word(t.text)
-        ]
-        return sorted(set(low) | set(oov))
+        return uncertain_tokens(tokens, marginals, known_word, self.config)
 
     def encode(
         self,
@@ -380,14 +510,23 @@ class CharTagger:
         rule_spans: Sequence[Span],
         marginals: np.ndarray,
         known_word: Callable[[str], bool],
+        tag_names: Sequence[str] = (),
     ) -> CharEncoded:
+        """Emissions and marginals on the note's windows; ``tag_names`` (the token CRF's) when stacking."""
+        view = None
+        if self.config.stack:
+            if not tag_names:
+                raise ModelError("a stacked character CRF needs the token CRF's tag names")
+            view = token_view(tokens, marginals, tag_names, known_word, self.config)
         if self.config.mode == "all":
             windows = line_windows(tokens)
+        elif view is not None:
+            windows = stack_windows(tokens, view, self.config.context)
         else:
             windows = token_windows(tokens, self.triggers(tokens, marginals, known_word), self.config.context)
         if not windows:
             return EMPTY_CHARS
-        nc = note_chars(text, tokens, rule_spans, self.config.ngram_window + 2)
+        nc = note_chars(text, tokens, rule_spans, self.config.ngram_window + 2, view)
         n_chars = sum(b - a for a, b in windows)
         out = np.empty((n_chars, len(self.tag_names)))
         bounds = []
@@ -448,21 +587,31 @@ def train_char_crf(
     config: CharCRFConfig,
     model_path: str | Path,
     progress: ProgressFn | None = None,
+    views: Sequence[TokenView] | None = None,
 ) -> tuple[CharTagger, dict[str, Any]]:
-    """Train on ``(text, tokens, raw rule spans, gold spans)`` per note; returns the tagger and counts."""
+    """Train on ``(text, tokens, raw rule spans, gold spans)`` per note; returns the tagger and counts.
+
+    ``views`` (one per note, required when ``config.stack``) are the token
+    CRF's out-of-fold labels: features, and the triggers of the windows.
+    """
+    if config.stack and (views is None or len(views) != len(notes)):
+        raise ModelError("a stacked character CRF needs one out-of-fold token view per training note")
     xs: list[list[list[str]]] = []
     ys: list[list[str]] = []
     pad = config.ngram_window + 2
     n_chars = 0
     rng = np.random.default_rng(config.seed)
-    for text, tokens, rule_spans, gold in notes:
+    for i, (text, tokens, rule_spans, gold) in enumerate(notes):
+        view = views[i] if config.stack and views is not None else None
         if config.mode == "all":
             windows = line_windows(tokens)
+        elif view is not None:
+            windows = stack_windows(tokens, view, config.context)
         else:
             windows = token_windows(tokens, training_triggers(tokens, gold, config.negative_share, rng), config.context)
         if not windows:
             continue
-        nc = note_chars(text, tokens, rule_spans, pad)
+        nc = note_chars(text, tokens, rule_spans, pad, view)
         tags = char_tags(len(text), windows, gold)
         pos = 0
         for a, b in windows:
@@ -480,7 +629,11 @@ def train_char_crf(
 
 
 def resolve(
-    char_spans: Sequence[Span], crf_spans: Sequence[Span], policy: str, tokens: Sequence[Token] = ()
+    char_spans: Sequence[Span],
+    crf_spans: Sequence[Span],
+    policy: str,
+    tokens: Sequence[Token] = (),
+    min_score: float = 0.0,
 ) -> tuple[list[Span], list[Span]]:
     """Which character and token CRF spans go on to the merge under ``policy`` (see ``CharCRFConfig``)."""
     if policy == "subtoken":
@@ -488,6 +641,10 @@ def resolve(
         ends = {t.end for t in tokens}
         char_spans = [c for c in char_spans if c.start not in starts or c.end not in ends]
         policy = "priority"
+    if policy in ("fill", "add"):
+        char_spans = [c for c in char_spans if c.score >= min_score]
+    if policy == "fill":
+        return _fill(char_spans, crf_spans)
     if policy == "priority" or not char_spans:
         return list(char_spans), list(crf_spans)
     ordered = sorted(crf_spans, key=lambda s: s.start)
@@ -509,3 +666,33 @@ def resolve(
             kept.append(c)
             beaten.update(hits)
     return kept, [s for k, s in enumerate(ordered) if k not in beaten]
+
+
+def _fill(char_spans: Sequence[Span], crf_spans: Sequence[Span]) -> tuple[list[Span], list[Span]]:
+    """The "fill" policy: char spans fill gaps, or move the edges of the one same-label token span they overlap.
+
+    A char span that overlaps two token spans, or one of another label, is
+    dropped: the token CRF keeps what it found. Several char spans may split
+    one token span between them.
+    """
+    ordered = sorted(crf_spans, key=lambda s: (s.start, s.end))
+    starts = [s.start for s in ordered]
+    replaced: set[int] = set()
+    kept = []
+    for c in sorted(char_spans, key=lambda s: (s.start, s.end)):
+        i = bisect_left(starts, c.start)
+        while i > 0 and ordered[i - 1].end > c.start:
+            i -= 1
+        hits = []
+        while i < len(ordered) and ordered[i].start < c.end:
+            if ordered[i].end > c.start:
+                hits.append(i)
+            i += 1
+        if not hits:
+            kept.append(c)
+        elif len(hits) == 1 and ordered[hits[0]].label == c.label:
+            t = ordered[hits[0]]
+            if (t.start, t.end) != (c.start, c.end):  # same edges: the token CRF's span stays
+                kept.append(c)
+                replaced.add(hits[0])
+    return kept, [s for k, s in enumerate(ordered) if k not in replaced]
