@@ -7,9 +7,9 @@ searched for each of them:
 
 - ``exact``: the same characters (after trimming punctuation at the edges);
 - ``case-insensitive``: the same string up to case and runs of whitespace;
-- ``digits``: for identifiers with at least ``MIN_DIGITS`` digits, the same
-  digit sequence with any punctuation or spaces between the digits
-  ("555-1234" found as "5551234" or "555 12 34");
+- ``digits``: for identifiers with at least ``MIN_DIGITS`` digits (across
+  notes ``MIN_DIGITS_ACROSS``), the same digit sequence with any punctuation or
+  spaces between the digits ("555-1234" found as "5551234" or "555 12 34");
 - ``variant``: for identifying kinds (names, ids, contacts, addresses,
   facilities), the variants propagation searches for
   (``deid_core.engine.propagate``): a surname or uncommon given name alone, in
@@ -45,10 +45,12 @@ often a lab value; ages over 89 are replaced anyway, and "102-year-old" is
 still searched). Dates and ages are not searched by digits, because their
 digits are short and common.
 
-A one-word original written with capitals but found only in lower case is
-reported as a ``common-noun`` match ("Dr. Walker" and "a rolling walker") for
-review, without failing the check; multi-word names and exact-case matches
-always fail.
+A one-word original written with capitals but found only in lower case, or
+found as an all-capitals word of at most ``ACRONYM_MAX`` letters (an acronym:
+"ANA", "EVA", "ELISA" for the names Ana, Eva, Elisa), is reported as a
+``common-noun`` match ("Dr. Walker" and "a rolling walker") for review,
+without failing the check; multi-word names and exact-case matches always
+fail.
 
 A hit is classified by where it lies in the output: in unchanged note text (a
 ``leak``), inside a kept span (deliberately kept by the project's operators),
@@ -96,6 +98,12 @@ _PLACE_KINDS = frozenset({"hospital", "health_centre", "organization", "street",
 _KIND_CATEGORY = {"name": "NAME"} | {k: "LOCATION" for k in _PLACE_KINDS}
 MIN_CHARS = 3
 MIN_DIGITS = 5
+#: Across notes, identifiers are found by their digits alone only from this many digits:
+#: five- and six-digit values (postcodes, short ids) recur by chance in other notes'
+#: measurements ("20/400" for the postcode 20400; MEDDOCAN dev, issue 14). Their exact
+#: string is still searched.
+MIN_DIGITS_ACROSS = 7
+ACRONYM_MAX = 5  # an all-capitals word up to this long may be an acronym, not a name
 #: Hits that do not fail the check (coincidences, kept spans) are counted, but
 #: only this many are kept in the report, so that its size stays bounded.
 MAX_LISTED = 10_000
@@ -228,7 +236,8 @@ class LeakReport:
             "documents": self.n_documents,
             "candidates": self.n_candidates,
             "skipped": dict(sorted(self.skipped.items())),
-            "thresholds": {"min_chars": MIN_CHARS, "min_digits": MIN_DIGITS},
+            "thresholds": {"min_chars": MIN_CHARS, "min_digits": MIN_DIGITS,
+                           "min_digits_across_notes": MIN_DIGITS_ACROSS},
             "leaks": len(self.leaks),
             "leaking_documents": len({h.doc_id for h in self.leaks}),
             "leaks_by_match": dict(sorted(Counter(h.match for h in self.leaks).items())),
@@ -314,6 +323,15 @@ def make_candidates(
 # --------------------------------------------------------------------------- the known PHI of a scope
 
 
+def _common_noun_like(found: str) -> bool:
+    """How a one-word capitalised name looks when the match is probably not the name:
+    all lower case ("Dr. Walker", "a rolling walker"), or a short all-capitals word,
+    an acronym ("Ana", "ANA" the antinuclear antibodies; "Eva", "EVA" the visual
+    analogue scale; MEDDOCAN dev, issue 14). Longer all-capitals names ("QUARTERMAINE")
+    still count."""
+    return found.islower() or (found.isupper() and found.isalpha() and len(found) <= ACRONYM_MAX)
+
+
 @dataclass(slots=True)
 class _Known:
     """What is known about one folded variant (no original text beyond the key)."""
@@ -366,7 +384,7 @@ class KnownPhi:
                 info.whole = True
             info.patients.add(patient)
         digits = "".join(c for c in cand.value if c.isdigit())
-        if cand.check_digits and len(digits) >= MIN_DIGITS:
+        if cand.check_digits and len(digits) >= MIN_DIGITS_ACROSS:
             info = self.digits.get(digits)
             if info is None:
                 info = self.digits[digits] = _Known(cand.label, cand.kind, cand.doc_id, True, False)
@@ -409,8 +427,8 @@ class KnownPhi:
             info: _Known = m.payloads[0]
             if not (scope == "corpus" or (patient is not None and patient in info.patients)):
                 continue
-            if info.capitalised and not m.embedded and text[m.start : m.end].islower():
-                continue  # "Day" the surname, "6-day stay": the leak check's common-noun rule
+            if info.capitalised and not m.embedded and _common_noun_like(text[m.start : m.end]):
+                continue  # "Day" the surname, "6-day stay"; "Ana", "ANA" the antibodies
             yield m.start, m.end, info.label
         for start, end, info in self.digit_matches(text):
             if scope == "corpus" or (patient is not None and patient in info.patients):
@@ -496,7 +514,8 @@ def _search_own(target: LeakTarget, text: str, fld: str, index: _Index) -> list[
             found = text[start:end]
             if found == cand.value:
                 match = "exact"
-            elif cand.kind == "name" and " " not in norm and found.islower() and not cand.value.islower():
+            elif (cand.kind == "name" and " " not in norm and _common_noun_like(found)
+                  and not (cand.value.islower() or cand.value.isupper())):
                 match = "common-noun"
             else:
                 match = "case-insensitive"
@@ -555,7 +574,7 @@ def _search_known(
         else:
             where = "text"
         found = text[start:end]
-        if info.capitalised and match not in ("digits", "embedded") and found.islower():
+        if info.capitalised and match not in ("digits", "embedded") and _common_noun_like(found):
             hits.append(LeakHit(target.doc_id, start, end, info.label, source, "common-noun", where, False, fld))
             return
         hits.append(LeakHit(target.doc_id, start, end, info.label, source, match, where, True, fld))
