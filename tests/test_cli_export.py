@@ -132,7 +132,10 @@ def test_deidentify_stops_on_a_leak(
 
     monkeypatch.setattr(DeidModel, "predict", forgetful)
     out = tmp_path / "leaky.jsonl"
-    rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out), "--mode", "tag"])
+    # Document scope: in the default patient scope the name tagged in the patient's other
+    # notes would mask the forgotten mention (tests/test_deidentify_scope.py).
+    rc = main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out), "--mode", "tag",
+               "--scope", "document"])
     captured = capsys.readouterr()
     # Like the Dask path (issue 14): clean notes written, leaking ones to rejects, exit 4.
     assert rc == 4
@@ -146,7 +149,7 @@ def test_deidentify_stops_on_a_leak(
     summary = json.loads(captured.out)
     assert summary["rejected_by_leak_check"] == len(rejects) and summary["documents"] == len(written)
     assert main(["deidentify", "--model", str(model_dir), "--input", str(corpus), "--output", str(out),
-                 "--mode", "tag", "--allow-leaks"]) == 0
+                 "--mode", "tag", "--allow-leaks", "--scope", "document"]) == 0
     assert len(read_jsonl(out)) == len(read_jsonl(corpus))
 
 

@@ -170,3 +170,20 @@ def test_leak_table_links_to_review_at_the_original_offset(tmp_path: Path) -> No
     assert link.path == "review"
     assert parse_qs(link.query) == {"doc": ["9"], "offset": [str(c_row["start"])]}  # what Review reads
     assert not any("Quartermaine" in str(v) for r in rows for v in r.values())
+
+
+def test_acronyms_and_short_digit_runs_of_other_patients_are_not_masked(tmp_path: Path) -> None:
+    """MEDDOCAN dev (issue 14): the name Eva masked the pain scale "EVA" and a postcode
+    masked "20/400" in other patients' notes. In the patient's own notes both still count."""
+    items = [
+        ExportItem(_doc("e1", "Eva Lorenzo, CP 20400, admitted.", {"Eva Lorenzo": "PATIENT", "20400": "ZIP"}),
+                   patient_key="P7"),
+        ExportItem(_doc("e2", "EVA LORENZO again: EVA and 20-400 noted.", {}), patient_key="P7"),
+        ExportItem(_doc("f1", "Pain EVA 7/10, visual acuity 20/400.", {}), patient_key="P8"),
+    ]
+    result = export_corpus(items, tmp_path / "out", config=_config(), secret=SECRET, keep_documents=True)
+    assert result.manifest["leak_check"]["ok"] is True
+    masked = {(d, items[[i.doc.id for i in items].index(d)].doc.text[a:b]) for d, a, b, _ in result.propagated}
+    assert {("e2", "EVA LORENZO"), ("e2", "EVA"), ("e2", "20-400")} <= masked
+    assert not any(d == "f1" for d, _ in masked)
+    assert result.leak_report.possible  # reported for review, not failed

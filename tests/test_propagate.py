@@ -29,7 +29,8 @@ def _found(text: str, spans: list[Span], **kw: object) -> list[tuple[str, str]]:
         ("zquartermaine@mercy.org", ("zquartermaine@mercy.org", "EMAIL")),  # e-mail local part
         ("zebediah.q@mercy.org", ("zebediah.q@mercy.org", "EMAIL")),
         ("QuartermaineJr", ("QuartermaineJr", "USERNAME")),  # user name
-        ("zquartermaine", ("zquartermaine", "USERNAME")),
+        ("zquartermaine2", ("zquartermaine2", "USERNAME")),
+        ("ZQuartermaine", ("ZQuartermaine", "USERNAME")),
         ("quartermaine_z2", ("quartermaine_z2", "USERNAME")),
     ],
 )
@@ -94,3 +95,14 @@ def test_a_name_holding_another_name_is_not_a_user_name(word: str) -> None:
     text = f"Anna and Daniel visited. {word} called."
     spans = [Span(0, 4, "PATIENT", "human:a", 1.0), Span(9, 15, "PATIENT", "human:a", 1.0)]
     assert _found(text, spans) == []
+
+
+def test_lower_case_words_holding_a_surname_are_not_user_names() -> None:
+    """MEDDOCAN dev (issue 14): the surnames "Parente", "Vado" and "Ramos" masked
+    "aparente", "lavado" and "gramos" in other notes as user names ("a" + "parente").
+    A lower-case token is a user name only when written like one (a digit, "._@+")."""
+    text = ("Luis Parente, Ana Vado and Gil Ramos seen. No aparente change after lavado, 500 gramos;"
+            " lparente2 and a.vado wrote.")
+    spans = [Span(0, 12, "PATIENT", "human:ann", 1.0), Span(14, 22, "PATIENT", "human:ann", 1.0),
+             Span(27, 36, "PATIENT", "human:ann", 1.0)]
+    assert _found(text, spans) == [("lparente2", "USERNAME"), ("a.vado", "USERNAME")]

@@ -79,6 +79,7 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
         operator_settings=json.dumps(ops, sort_keys=True) if ops else None,
         unknown_labels=args.unknown_labels, restart=args.restart,
         keep_ids=args.keep_ids, allow_leaks=args.allow_leaks, propagate=not args.no_propagate,
+        scope=args.scope, seed_min_score=args.seed_min_score,
     )
     bar = tqdm(total=None, desc="partitions", unit="part", file=sys.stderr)
 
@@ -98,7 +99,9 @@ def run_deidentify_dask(args: argparse.Namespace) -> int:
     print(
         f"{summary.documents} document(s) de-identified, {summary.rejected} rejected"
         f" (see {os.path.join(args.output, 'rejects')}), {summary.partitions_skipped} of"
-        f" {summary.partitions} partition(s) already done, {summary.docs_per_second} docs/s",
+        f" {summary.partitions} partition(s) already done, {summary.docs_per_second} docs/s;"
+        f" {sum(summary.masked_per_label.values())} span(s) masked from other notes of the {args.scope}"
+        f" (see {os.path.join(args.output, 'masked')})",
         file=sys.stderr,
     )
     return EXIT_REJECTS if summary.rejected else 0
@@ -133,6 +136,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
     from deid_core.protect.batch import (
         BatchSettings,
         Reject,
+        gather_partition,
         plan_partitions,
         process_note,
         read_partition,
@@ -145,6 +149,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
         args.model, mode=args.mode, secret=secret, bias=args.bias, settings=_operator_settings(args),
         unknown_labels=args.unknown_labels,
         keep_ids=args.keep_ids, allow_leaks=args.allow_leaks, propagate=not args.no_propagate,
+        scope=args.scope, seed_min_score=args.seed_min_score,
     )
     freeze_loaded_heap()
     if created:
@@ -155,15 +160,28 @@ def run_deidentify(args: argparse.Namespace) -> int:
     )
     specs = plan_partitions([args.input], args.partition_size)
     rejects_path = Path(f"{args.output}.rejects.jsonl")
+    masked_path = Path(f"{args.output}.masked.jsonl")
     counts = {"documents": 0, "rejected": 0, "rejected_leaks": 0, "spans": 0, "leaking_written": 0}
     rejects: list[Reject] = []
+    masked: list[dict[str, Any]] = []
+    known = None
+    if proc.needs_known:
+        # First pass: the seeds of every note (memory: the distinct strings), in the
+        # order the Dask engine joins them, so both build the same index.
+        known = proc.new_known()
+        with tqdm(desc=f"gathering PHI strings ({args.scope} scope)", unit="part", total=len(specs),
+                  file=sys.stderr) as gather_bar:
+            for spec in specs:
+                for doc_id, patient, label, value in gather_partition(proc, spec, settings):
+                    proc.add_seeds(known, doc_id, patient, [(label, value)])
+                gather_bar.update(1)
     bar = tqdm(desc="de-identifying", unit="doc", file=sys.stderr)
 
     def write(fh: Any) -> None:
         for spec in specs:
             for item in read_partition(spec, settings):
                 bar.update(1)
-                outcome = item if isinstance(item, Reject) else process_note(proc, spec, *item)
+                outcome = item if isinstance(item, Reject) else process_note(proc, spec, *item, known, masked)
                 if isinstance(outcome, Reject):
                     rejects.append(outcome)
                     counts["rejected"] += 1
@@ -180,6 +198,13 @@ def run_deidentify(args: argparse.Namespace) -> int:
     atomic_write_text(
         rejects_path, lambda fh: fh.writelines(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rejects)
     )
+    if known is not None:
+        atomic_write_text(
+            masked_path, lambda fh: fh.writelines(json.dumps(m, ensure_ascii=False) + "\n" for m in masked)
+        )
+    by_label: dict[str, int] = {}
+    for m in masked:
+        by_label[m["label"]] = by_label.get(m["label"], 0) + 1
     summary = {
         "documents": counts["documents"], "rejected": counts["rejected"],
         "rejected_by_leak_check": counts["rejected_leaks"],
@@ -187,6 +212,8 @@ def run_deidentify(args: argparse.Namespace) -> int:
         "spans": counts["spans"], "output": str(args.output), "rejects": str(rejects_path),
         "mode": proc.operators.default.kind, "model": proc.model.version, "bias": args.bias,
         "allow_leaks": args.allow_leaks, "ids": "kept" if args.keep_ids else "pseudonymised",
+        "scope": args.scope, "masked_per_label": dict(sorted(by_label.items())),
+        "masked": str(masked_path) if known is not None else None,
     }
     print(json.dumps(summary, indent=1))
     print(
@@ -315,7 +342,15 @@ def register(subparsers: Any) -> None:
                         " documents without one are their own patient")
     d.add_argument("--secret-file", help="project secret (default: <output>.secret, created if missing)")
     d.add_argument("--no-propagate", action="store_true",
-                   help="do not mark other occurrences of confidently tagged PHI in each note")
+                   help="do not mark other occurrences of confidently tagged PHI (in the note or"
+                        " in the scope)")
+    d.add_argument("--scope", choices=("document", "patient", "corpus"), default="patient",
+                   help="where PHI strings the model tagged confidently in one note are also masked"
+                        " and leak-checked: the note, every note of the same patient (default), or"
+                        " every note of the input; patient and corpus read the input twice")
+    d.add_argument("--seed-min-score", type=float, default=None, metavar="P",
+                   help="marginal probability at which a tagged span seeds the scope"
+                        " (default: the model's propagate_min_score, 0.9)")
     d.add_argument("--keep-ids", action="store_true",
                    help="write original ids, patient keys and source paths instead of HMAC pseudonyms")
     d.add_argument("--allow-leaks", action="store_true",

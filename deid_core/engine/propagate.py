@@ -307,9 +307,12 @@ def _handle_like(token: str, start: int, end: int) -> bool:
         i = start
         while i > 0 and token[i - 1].isalpha():
             i -= 1
-        # An initial or two glued on ("zquartermaine", "j.smith2") makes a user name
-        # only in a token written like one: "Deanna" is not "anna" with an initial.
-        handle = token.islower() or any(c.isdigit() or c in "._@+" for c in token)
+        # An initial or two glued on ("j.smith2", "zquartermaine_2", "ZQuartermaine") makes
+        # a user name only in a token written like one: "Deanna" is not "anna" with an
+        # initial, and an all-lower-case word is not either: "aparente" and "lavado" hold
+        # the surnames "Parente" and "Vado", "gramos" is "G. Ramos" glued. So a bare
+        # "zquartermaine" (no digit, no "._@+") is read as a word, not a user name.
+        handle = any(c.isdigit() or c in "._@+" for c in token)
         # "ZQuartermaine", "JSmith"; not an all-capitals word ("MCKNIGHT" is not "KNIGHT").
         initials = token[i:start].isupper() and token[start].isupper() and not token[start:end].isupper()
         if not camel and (start - i > 2 or not (handle or initials)):

@@ -12,6 +12,13 @@ a real cluster:
   once per task.
 - Surrogates are a pure function of (secret, patient key, value, label), so a
   patient's notes give the same output whichever partition they land in.
+- Patient and corpus scope (``BatchSettings.scope``) take two passes: each
+  partition first returns its seeds (the PHI strings the model tagged
+  confidently, ``Deidentifier.seeds``), the client joins them in input order
+  and broadcasts them, and each worker builds one ``KnownPhi`` from them
+  before masking and leak-checking. The seeds travel in memory only (never to
+  disk); the output's fingerprint carries their HMAC, so a resumed run with
+  another input refuses to mix outputs.
 
 CSV files are never split: a note's text may hold quoted newlines, and a byte
 range cut of a CSV could land inside one. Use JSONL or Parquet for large single
@@ -22,13 +29,14 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import hmac
 import json
 import logging
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +44,7 @@ from deid_core.corpus import atomic_write_text, document_from_dict
 from deid_core.engine.model import freeze_loaded_heap
 from deid_core.errors import CorpusFormatError, DeidError, ResumeMismatch
 from deid_core.protect.deidentify import Deidentifier
+from deid_core.protect.leakcheck import KnownPhi
 from deid_core.protect.operators import patient_key_from_meta
 from deid_core.spans import Document
 
@@ -75,7 +84,11 @@ class BatchSettings:
     keep_ids: bool = False  # original ids, patient keys and sources instead of pseudonyms
     allow_leaks: bool = False  # write leaking notes anyway (the explicit override)
     propagate: bool = True  # mark other occurrences of confidently tagged PHI in each note
-
+    #: Where seeded PHI strings are masked and leak-checked: document | patient | corpus.
+    scope: str = "document"
+    seed_min_score: float | None = None  # None: the model's propagate_min_score
+    #: HMAC of the first pass's seeds (set by ``run_batch``; part of the fingerprint).
+    known_digest: str | None = None
 
     def fingerprint(self) -> str:
         """What a partition's output depends on: model, mode, bias, operators, secret id, ids, leaks.
@@ -95,6 +108,7 @@ class BatchSettings:
             "patient_key": self.patient_key, "id_column": self.id_column,
             "text_column": self.text_column, "output_format": self.output_format,
             "keep_ids": self.keep_ids, "allow_leaks": self.allow_leaks, "propagate": self.propagate,
+            "scope": self.scope, "seed_min_score": self.seed_min_score, "known": self.known_digest,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
@@ -108,6 +122,9 @@ class BatchSummary:
     spans_per_label: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     documents_this_run: int = 0
+    #: Spans masked because a string seeded in another note of the scope occurs there.
+    masked_per_label: dict[str, int] = field(default_factory=dict)
+    scope: str = "document"
     docs_per_second: float = 0.0
     model_loads: dict[str, int] = field(default_factory=dict)  # worker pid -> loads
     worker_peak_rss_mb: dict[str, float] = field(default_factory=dict)  # worker pid -> MiB
@@ -314,7 +331,7 @@ _LOADS: Counter[str] = Counter()
 def _processor_key(settings: BatchSettings) -> tuple[Any, ...]:
     return (
         settings.model_dir, settings.mode, settings.secret_hex, settings.bias, settings.operator_settings,
-        settings.keep_ids, settings.allow_leaks, settings.propagate,
+        settings.keep_ids, settings.allow_leaks, settings.propagate, settings.scope, settings.seed_min_score,
     )
 
 
@@ -332,6 +349,8 @@ def _processor(settings: BatchSettings) -> Deidentifier:
             keep_ids=settings.keep_ids,
             allow_leaks=settings.allow_leaks,
             propagate=settings.propagate,
+            scope=settings.scope,  # type: ignore[arg-type]  # checked by Deidentifier
+            seed_min_score=settings.seed_min_score,
         )
         _PROCESSORS[key] = proc
         _LOADS[_load_key(key)] += 1
@@ -343,12 +362,88 @@ def _load_key(key: tuple[Any, ...]) -> str:
     return hashlib.sha1(repr(key).encode("utf-8")).hexdigest()[:12]
 
 
+# --------------------------------------------------------------------------- patient and corpus scope
+
+#: One note's seeds, as the first pass returns them: (doc id, patient key, label, string).
+Seed = tuple[str, str | None, str, str]
+
+#: Per-process cache of the scope's ``KnownPhi``, by seeds digest (only the latest is kept).
+_KNOWN: dict[str, KnownPhi] = {}
+
+
+def gather_partition(proc: Deidentifier, spec: PartitionSpec, settings: BatchSettings) -> list[Seed]:
+    """The first pass over one partition: its seeds in input order, the first occurrence
+    of each (patient, label, string) only (a repeat adds nothing to ``KnownPhi``), so
+    what travels grows with the distinct strings, not with the notes.
+
+    A bad record or a note that fails here is skipped: the second pass rejects it."""
+    out: list[Seed] = []
+    seen: set[tuple[str | None, str, str]] = set()
+    for item in read_partition(spec, settings):
+        if isinstance(item, Reject):
+            continue
+        doc, patient = item
+        try:
+            values = proc.seeds(doc)
+        except Exception:  # noqa: BLE001 - the second pass reports it as a reject
+            continue
+        for label, value in values:
+            if (patient, label, value) not in seen:
+                seen.add((patient, label, value))
+                out.append((doc.id, patient, label, value))
+    return out
+
+
+def join_seeds(parts: Sequence[Sequence[Seed]]) -> list[Seed]:
+    """Partitions' seeds in partition order, first occurrences only."""
+    out: list[Seed] = []
+    seen: set[tuple[str | None, str, str]] = set()
+    for part in parts:
+        for doc_id, patient, label, value in part:
+            if (patient, label, value) not in seen:
+                seen.add((patient, label, value))
+                out.append((doc_id, patient, label, value))
+    return out
+
+
+def known_from_seeds(proc: Deidentifier, seeds: Sequence[Seed]) -> KnownPhi:
+    """The scope's ``KnownPhi``; the same seeds in the same order give the same index."""
+    known = proc.new_known()
+    for doc_id, patient, label, value in seeds:
+        proc.add_seeds(known, doc_id, patient, [(label, value)])
+    return known
+
+
+def seeds_digest(secret: bytes, seeds: Sequence[Seed]) -> str:
+    """An HMAC of the seeds (a plain hash of PHI strings could be checked against guesses)."""
+    payload = json.dumps(list(seeds), ensure_ascii=False).encode("utf-8")
+    return hmac.new(secret, b"deid-seeds\x00" + payload, hashlib.sha256).hexdigest()[:32]
+
+
+def _gather_part_list(specs: list[PartitionSpec], settings: BatchSettings) -> list[list[Seed]]:
+    proc = _processor(settings)
+    return [gather_partition(proc, spec, settings) for spec in specs]
+
+
+def _known(settings: BatchSettings, seeds: Sequence[Seed] | None) -> KnownPhi | None:
+    if settings.known_digest is None:
+        return None
+    known = _KNOWN.get(settings.known_digest)
+    if known is None:
+        if seeds is None:
+            raise DeidError("the scope's seeds were not passed to the worker")
+        _KNOWN.clear()
+        known = _KNOWN[settings.known_digest] = known_from_seeds(_processor(settings), seeds)
+    return known
+
+
 def _paths(settings: BatchSettings, part_id: str) -> dict[str, Path]:
     out = Path(settings.output_dir)
     return {
         "data": out / f"part-{part_id}.{settings.output_format}",
         "rejects": out / "rejects" / f"part-{part_id}.jsonl",
         "stats": out / "_stats" / f"part-{part_id}.json",
+        "masked": out / "masked" / f"part-{part_id}.jsonl",
     }
 
 
@@ -356,25 +451,40 @@ def partition_done(settings: BatchSettings, part_id: str) -> bool:
     return _paths(settings, part_id)["stats"].is_file()
 
 
-def process_note(proc: Deidentifier, spec: PartitionSpec, doc: Document, patient: str | None) -> dict[str, Any] | Reject:
+def process_note(
+    proc: Deidentifier,
+    spec: PartitionSpec,
+    doc: Document,
+    patient: str | None,
+    known: KnownPhi | None = None,
+    masked: list[dict[str, Any]] | None = None,
+) -> dict[str, Any] | Reject:
     """One note, as both ``deidentify`` paths handle it: its record, or a reject.
 
     A note whose output still holds original PHI is never written (unless the
     processor allows leaks); its reject names the offsets, never the text.
+    ``masked`` receives the spans masked from the scope's seeds (original id,
+    offsets in the original note, label).
     """
     try:
-        outcome = proc.process(doc, patient_key=patient)
+        outcome = proc.process(doc, patient_key=patient, known=known)
     except DeidError as exc:
         return Reject(spec.part_id, spec.path, doc.id, _reason(exc))
     except Exception as exc:  # a bad record never kills the job; the reason names the type only
         return Reject(spec.part_id, spec.path, doc.id, f"failed: {type(exc).__name__}")
     if outcome.record is None:
         return Reject(spec.part_id, spec.path, doc.id, outcome.reason or "rejected", outcome.hits)
+    if masked is not None:
+        masked.extend({"id": doc.id, "start": a, "end": b, "label": label} for a, b, label in outcome.masked)
     return outcome.record
 
 
-def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str, Any]:
-    """De-identify one partition and write its outputs; returns its stats (no PHI)."""
+def process_partition(
+    spec: PartitionSpec, settings: BatchSettings, seeds: Sequence[Seed] | None = None
+) -> dict[str, Any]:
+    """De-identify one partition and write its outputs; returns its stats (no PHI).
+
+    ``seeds``: the first pass's, when ``settings.scope`` is patient or corpus."""
     paths = _paths(settings, spec.part_id)
     fingerprint = settings.fingerprint()
     if paths["stats"].is_file():
@@ -387,15 +497,17 @@ def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str,
         raise ResumeMismatch(f"partition {spec.part_id} was written with other settings")
     started = time.perf_counter()
     proc = _processor(settings)
+    known = _known(settings, seeds)
     records: list[dict[str, Any]] = []
     rejects: list[Reject] = []
+    masked: list[dict[str, Any]] = []
     labels: Counter[str] = Counter()
     for item in read_partition(spec, settings):
         if isinstance(item, Reject):
             rejects.append(item)
             continue
         doc, patient = item
-        outcome = process_note(proc, spec, doc, patient)
+        outcome = process_note(proc, spec, doc, patient, known, masked)
         if isinstance(outcome, Reject):
             rejects.append(outcome)
             continue
@@ -406,11 +518,16 @@ def process_partition(spec: PartitionSpec, settings: BatchSettings) -> dict[str,
         paths["rejects"],
         lambda fh: fh.writelines(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rejects),
     )
+    if known is not None:
+        atomic_write_text(
+            paths["masked"], lambda fh: fh.writelines(json.dumps(m, ensure_ascii=False) + "\n" for m in masked)
+        )
     stats = {
         "part_id": spec.part_id,
         "documents": len(records),
         "rejected": len(rejects),
         "spans_per_label": dict(sorted(labels.items())),
+        "masked_per_label": dict(sorted(Counter(m["label"] for m in masked).items())),
         "seconds": round(time.perf_counter() - started, 4),
         "pid": os.getpid(),
         "model_loads": _LOADS[_load_key(_processor_key(settings))],
@@ -452,6 +569,7 @@ def check_resume(settings: BatchSettings) -> int:
         for fmt in OUTPUT_FORMATS:
             (Path(settings.output_dir) / f"part-{part_id}.{fmt}").unlink(missing_ok=True)
         (Path(settings.output_dir) / "rejects" / f"part-{part_id}.jsonl").unlink(missing_ok=True)
+        (Path(settings.output_dir) / "masked" / f"part-{part_id}.jsonl").unlink(missing_ok=True)
         (stats_dir / f"part-{part_id}.json").unlink(missing_ok=True)  # last: it marks done
     return len(stale)
 
@@ -503,8 +621,10 @@ def read_output(output_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- orchestration
 
 
-def _run_part_list(specs: list[PartitionSpec], settings: BatchSettings) -> list[dict[str, Any]]:
-    return [process_partition(spec, settings) for spec in specs]
+def _run_part_list(
+    specs: list[PartitionSpec], settings: BatchSettings, seeds: Sequence[Seed] | None = None
+) -> list[dict[str, Any]]:
+    return [process_partition(spec, settings, seeds) for spec in specs]
 
 
 def run_batch(
@@ -525,9 +645,10 @@ def run_batch(
     paths = expand_inputs(inputs)
     specs = plan_partitions(paths, partition_size)
     Path(settings.output_dir).mkdir(parents=True, exist_ok=True)
-    check_resume(settings)
     # Fail before starting a cluster: a scheme-less model under surrogates, a bad secret, ...
-    _processor(settings)
+    needs_known = _processor(settings).needs_known
+    if not needs_known:
+        check_resume(settings)  # with a scope, once the seeds (part of the fingerprint) are known
     started = time.perf_counter()
     cluster = None
     if scheduler:
@@ -543,7 +664,18 @@ def run_batch(
         # One bag partition per spec, so map_partitions runs the single-process
         # pipeline once per input slice.
         bag = db.from_sequence(specs, npartitions=max(1, len(specs)))
-        futures = client.compute(bag.map_partitions(_run_part_list, settings).to_delayed())
+        seeds: Any = None
+        if needs_known:
+            # First pass: every partition's seeds, joined in input order (the same
+            # order the local engine adds them in), then broadcast once to each worker.
+            parts = client.gather(client.compute(bag.map_partitions(_gather_part_list, settings).to_delayed()))
+            joined = join_seeds([p for per_bag in parts for p in per_bag])
+            settings = replace(settings, known_digest=seeds_digest(bytes.fromhex(settings.secret_hex), joined))
+            check_resume(settings)
+            seeds = client.scatter(joined, broadcast=True)
+        futures = [
+            client.submit(_run_part_list, [spec], settings, seeds, pure=False) for spec in specs
+        ] if needs_known else client.compute(bag.map_partitions(_run_part_list, settings).to_delayed())
         done = 0
         for future in as_completed(futures):
             part_results = future.result()
@@ -555,18 +687,22 @@ def run_batch(
         client.close()
         if cluster is not None:
             cluster.close()
-    return summarise(results, time.perf_counter() - started)
+    summary = summarise(results, time.perf_counter() - started)
+    summary.scope = settings.scope
+    return summary
 
 
 def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary:
     summary = BatchSummary(partitions=len(results), seconds=round(seconds, 3))
     labels: Counter[str] = Counter()
+    masked: Counter[str] = Counter()
     loads: dict[str, int] = {}
     peaks: dict[str, float] = {}
     for r in results:
         summary.documents += r["documents"]
         summary.rejected += r["rejected"]
         labels.update(r["spans_per_label"])
+        masked.update(r.get("masked_per_label", {}))
         if r.get("skipped"):
             summary.partitions_skipped += 1
         else:
@@ -575,6 +711,7 @@ def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary
             loads[pid] = max(loads.get(pid, 0), r["model_loads"])
             peaks[pid] = max(peaks.get(pid, 0.0), r.get("worker_peak_rss_mb", 0.0))
     summary.spans_per_label = dict(sorted(labels.items()))
+    summary.masked_per_label = dict(sorted(masked.items()))
     summary.model_loads = loads
     summary.worker_peak_rss_mb = peaks
     summary.docs_per_second = round(summary.documents_this_run / seconds, 2) if seconds > 0 else 0.0

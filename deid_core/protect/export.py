@@ -51,7 +51,6 @@ from typing import Any, Literal
 
 from deid_core.corpus import atomic_write_text, document_from_dict, document_to_dict, write_jsonl
 from deid_core.engine.propagate import SOURCE as PROPAGATED
-from deid_core.engine.propagate import known_phi_items, select_new
 from deid_core.errors import (
     CorpusFormatError,
     ExportRefused,
@@ -66,20 +65,21 @@ from deid_core.formats.conll import write_conll
 from deid_core.formats.docbin import write_docbin
 from deid_core.formats.spans_csv import write_spans_csv
 from deid_core.protect.cleanup import staging_prefix
-from deid_core.protect.leakcheck import SCOPES, KnownPhi, LeakChecker, LeakReport, make_candidates
+from deid_core.protect.leakcheck import SCOPES, KnownPhi, LeakChecker, LeakReport
 from deid_core.protect.operators import (
     DeidentifiedDocument,
     OperatorConfig,
     deidentify_document,
     pseudonymise_meta,
 )
+from deid_core.protect.scope import add_values, mask_in_scope, patient_of, replaced_values
 from deid_core.protect.surrogate_map import (
     MappingEntry,
     SurrogateMapping,
     mapping_key,
     secret_fingerprint,
 )
-from deid_core.spans import Document, Span, sort_spans
+from deid_core.spans import Document, sort_spans
 from deid_core.store.authz import SYSTEM, Actor, actor_name, require
 
 FORMATS = ("txt", "txt-zip", "jsonl", "brat", "i2b2", "conll", "docbin", "spans-csv")
@@ -449,14 +449,8 @@ def export_corpus(
     known = KnownPhi(ops.lang)
     if leak_scope != "document":
         for k, item in enumerate(chosen):
-            patient = _patient_of(item)
-            values = [
-                (sp.label, item.doc.text[sp.start : sp.end])
-                for sp in item.doc.spans
-                if ops.operator_for(sp.label).kind != "keep"
-            ] + known_phi_items(item.doc.meta, doc_id=item.doc.id)
-            for cand in make_candidates(item.doc.id, values, lang=ops.lang, skipped={}):
-                known.add(cand, patient)
+            doc = item.doc
+            add_values(known, doc.id, replaced_values(doc.text, doc.spans, doc.meta, doc.id, ops), _patient_of(item))
             if k % 200 == 0:
                 report("gathering PHI strings", 0.1 * k / n)
     checker = LeakChecker(lang=ops.lang, scope=leak_scope, known=known if leak_scope != "document" else None)
@@ -477,7 +471,7 @@ def export_corpus(
             doc = item.doc
             spans = list(doc.spans)
             if config.propagate:
-                added = _propagated(doc, spans, known, _patient_of(item), leak_scope, ops)
+                added = mask_in_scope(doc, spans, known, _patient_of(item), leak_scope, ops)
                 propagated.extend((doc.id, sp.start, sp.end, sp.label) for sp in added)
                 spans = sort_spans([*spans, *added])
             patient = _patient_of(item)
@@ -561,25 +555,7 @@ def export_corpus(
 
 
 def _patient_of(item: ExportItem) -> str:
-    return item.patient_key if item.patient_key is not None else f"\x00doc:{item.doc.id}"
-
-
-def _propagated(
-    doc: Document, spans: Sequence[Span], known: KnownPhi, patient: str, scope: str, ops: OperatorConfig
-) -> list[Span]:
-    """Spans for the other occurrences of the scope's PHI strings in ``doc``."""
-    index = known
-    if scope == "document":  # only the note's own strings
-        index = KnownPhi(ops.lang)
-        values = [(s.label, doc.text[s.start : s.end]) for s in spans if ops.operator_for(s.label).kind != "keep"]
-        values += known_phi_items(doc.meta, doc_id=doc.id)
-        for cand in make_candidates(doc.id, values, lang=ops.lang, skipped={}):
-            index.add(cand, patient)
-    found = [
-        Span(start, end, label, PROPAGATED, 1.0)
-        for start, end, label in index.spans_in(doc.text, patient, "corpus" if scope == "document" else scope)  # type: ignore[arg-type]
-    ]
-    return select_new(spans, found) if found else []
+    return patient_of(item.patient_key, item.doc.id)
 
 
 def recordable_entries(results: Sequence[DeidentifiedDocument], secret: bytes) -> list[MappingEntry]:

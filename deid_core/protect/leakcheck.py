@@ -7,9 +7,9 @@ searched for each of them:
 
 - ``exact``: the same characters (after trimming punctuation at the edges);
 - ``case-insensitive``: the same string up to case and runs of whitespace;
-- ``digits``: for identifiers with at least ``MIN_DIGITS`` digits, the same
-  digit sequence with any punctuation or spaces between the digits
-  ("555-1234" found as "5551234" or "555 12 34");
+- ``digits``: for identifiers with at least ``MIN_DIGITS`` digits (in other
+  patients' notes ``MIN_DIGITS_ACROSS``), the same digit sequence with any punctuation or
+  spaces between the digits ("555-1234" found as "5551234" or "555 12 34");
 - ``variant``: for identifying kinds (names, ids, contacts, addresses,
   facilities), the variants propagation searches for
   (``deid_core.engine.propagate``): a surname or uncommon given name alone, in
@@ -45,10 +45,13 @@ often a lab value; ages over 89 are replaced anyway, and "102-year-old" is
 still searched). Dates and ages are not searched by digits, because their
 digits are short and common.
 
-A one-word original written with capitals but found only in lower case is
-reported as a ``common-noun`` match ("Dr. Walker" and "a rolling walker") for
-review, without failing the check; multi-word names and exact-case matches
-always fail.
+A one-word original written with capitals but found only in lower case, or,
+in a note of another patient, found as an all-capitals word of at most
+``ACRONYM_MAX`` letters (an acronym: "ANA", "EVA", "ELISA" for the names Ana,
+Eva, Elisa), is reported as a
+``common-noun`` match ("Dr. Walker" and "a rolling walker") for review,
+without failing the check; multi-word names and exact-case matches always
+fail.
 
 A hit is classified by where it lies in the output: in unchanged note text (a
 ``leak``), inside a kept span (deliberately kept by the project's operators),
@@ -96,6 +99,12 @@ _PLACE_KINDS = frozenset({"hospital", "health_centre", "organization", "street",
 _KIND_CATEGORY = {"name": "NAME"} | {k: "LOCATION" for k in _PLACE_KINDS}
 MIN_CHARS = 3
 MIN_DIGITS = 5
+#: In other patients' notes, identifiers are found by their digits alone only from this
+#: many digits: five- and six-digit values (postcodes, short ids) recur by chance in
+#: measurements ("20/400" for the postcode 20400, blood pressures; MEDDOCAN dev and the
+#: synthetic export bench, issue 14). Their exact string is still searched.
+MIN_DIGITS_ACROSS = 7
+ACRONYM_MAX = 5  # an all-capitals word up to this long may be an acronym, not a name
 #: Hits that do not fail the check (coincidences, kept spans) are counted, but
 #: only this many are kept in the report, so that its size stays bounded.
 MAX_LISTED = 10_000
@@ -228,7 +237,8 @@ class LeakReport:
             "documents": self.n_documents,
             "candidates": self.n_candidates,
             "skipped": dict(sorted(self.skipped.items())),
-            "thresholds": {"min_chars": MIN_CHARS, "min_digits": MIN_DIGITS},
+            "thresholds": {"min_chars": MIN_CHARS, "min_digits": MIN_DIGITS,
+                           "min_digits_across_notes": MIN_DIGITS_ACROSS},
             "leaks": len(self.leaks),
             "leaking_documents": len({h.doc_id for h in self.leaks}),
             "leaks_by_match": dict(sorted(Counter(h.match for h in self.leaks).items())),
@@ -312,6 +322,22 @@ def make_candidates(
 
 
 # --------------------------------------------------------------------------- the known PHI of a scope
+
+
+def _digit_count(text: str, start: int, end: int) -> int:
+    return sum(c.isdigit() for c in text[start:end])
+
+
+def _common_noun_like(found: str, same_patient: bool) -> bool:
+    """How a one-word capitalised name looks when the match is probably not the name:
+    all lower case ("Dr. Walker", "a rolling walker"), or, in a note of another
+    patient, a short all-capitals word, an acronym ("Ana", "ANA" the antinuclear
+    antibodies; "Eva", "EVA" the visual analogue scale; MEDDOCAN dev, issue 14).
+    In the patient's own notes "JONES" in a heading is the name, and longer
+    all-capitals names ("QUARTERMAINE") always count."""
+    if found.islower():
+        return True
+    return not same_patient and found.isupper() and found.isalpha() and len(found) <= ACRONYM_MAX
 
 
 @dataclass(slots=True)
@@ -409,11 +435,13 @@ class KnownPhi:
             info: _Known = m.payloads[0]
             if not (scope == "corpus" or (patient is not None and patient in info.patients)):
                 continue
-            if info.capitalised and not m.embedded and text[m.start : m.end].islower():
-                continue  # "Day" the surname, "6-day stay": the leak check's common-noun rule
+            same = patient is not None and patient in info.patients
+            if info.capitalised and not m.embedded and _common_noun_like(text[m.start : m.end], same):
+                continue  # "Day" the surname, "6-day stay"; "Ana", "ANA" the antibodies
             yield m.start, m.end, info.label
         for start, end, info in self.digit_matches(text):
-            if scope == "corpus" or (patient is not None and patient in info.patients):
+            same = patient is not None and patient in info.patients
+            if (scope == "corpus" or same) and (same or _digit_count(text, start, end) >= MIN_DIGITS_ACROSS):
                 yield start, end, info.label
 
 
@@ -555,7 +583,9 @@ def _search_known(
         else:
             where = "text"
         found = text[start:end]
-        if info.capitalised and match not in ("digits", "embedded") and found.islower():
+        if info.capitalised and match not in ("digits", "embedded") and _common_noun_like(
+            found, own or patient in info.patients
+        ):
             hits.append(LeakHit(target.doc_id, start, end, info.label, source, "common-noun", where, False, fld))
             return
         hits.append(LeakHit(target.doc_id, start, end, info.label, source, match, where, True, fld))
@@ -564,7 +594,8 @@ def _search_known(
         info = m.payloads[0]
         judge(m.start, m.end, info, "embedded" if m.embedded else "variant" if not info.whole else "case-insensitive")
     for start, end, info in known.digit_matches(text):
-        judge(start, end, info, "digits")
+        if own or patient in info.patients or _digit_count(text, start, end) >= MIN_DIGITS_ACROSS:
+            judge(start, end, info, "digits")
     return hits
 
 
