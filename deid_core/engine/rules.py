@@ -305,26 +305,38 @@ def _windows(
     text: str, hits: Iterable[tuple[int, int]], before: int, after: int
 ) -> list[tuple[int, int]]:
     n = len(text)
-    windows: list[list[int]] = []
+    out: list[tuple[int, int]] = []
+    cur_lo = cur_hi = -1  # the window being grown (none yet)
     for start, end in hits:
-        lo = max(0, start - before)
-        hi = min(n, end + after)
-        if windows and lo <= windows[-1][1]:
-            if hi > windows[-1][1]:
-                windows[-1][1] = hi
-        else:
-            windows.append([lo, hi])
-    out = []
-    for lo, hi in windows:
-        while lo > 0 and not text[lo - 1].isspace():
-            lo -= 1
-        while hi < n and not text[hi].isspace():
-            hi += 1
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
+        lo = start - before
+        if lo < 0:
+            lo = 0
+        hi = end + after
+        if hi > n:
+            hi = n
+        if cur_hi >= 0 and lo <= cur_hi:
+            if hi > cur_hi:
+                cur_hi = hi
+            continue
+        if cur_hi >= 0:
+            _widen(text, cur_lo, cur_hi, out)
+        cur_lo, cur_hi = lo, hi
+    if cur_hi >= 0:
+        _widen(text, cur_lo, cur_hi, out)
     return out
+
+
+def _widen(text: str, lo: int, hi: int, out: list[tuple[int, int]]) -> None:
+    """Append [lo, hi) widened to whitespace on both sides, merged with the last window if they meet."""
+    n = len(text)
+    while lo > 0 and not text[lo - 1].isspace():
+        lo -= 1
+    while hi < n and not text[hi].isspace():
+        hi += 1
+    if out and lo <= out[-1][1]:
+        out[-1] = (out[-1][0], max(out[-1][1], hi))
+    else:
+        out.append((lo, hi))
 
 
 def _expand_fragments(pattern: str, fragments: Mapping[str, str], *, rule: str, path: str | None) -> str:
