@@ -534,3 +534,19 @@ def test_one_pass_literal_anchors_hit_what_each_word_scan_hits(lang: str) -> Non
         assert one_pass.hits(lowered) == expected
         hits_found += sum(map(len, expected))
     assert hits_found > 1000
+
+
+def test_libyaml_reads_every_shipped_yaml_file_as_the_python_loader_does() -> None:
+    # Rule, filter, lexicon and propagation files are read with libyaml's loader
+    # when PyYAML has it (rules.SAFE_LOADER); it must see the same documents.
+    from pathlib import Path
+
+    import yaml
+
+    from deid_core.engine.rules import SAFE_LOADER
+
+    files = sorted((Path(__file__).resolve().parents[1] / "deid_core" / "data").rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert repr(yaml.load(text, Loader=SAFE_LOADER)) == repr(yaml.safe_load(text)), path.name

@@ -104,9 +104,17 @@ class Gazetteer:
         if not isinstance(entries, dict):
             raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
         gaz = cls()
+        # ``add`` inlined: a model's gazetteer has tens of thousands of phrases.
+        table, longest = gaz._phrases, gaz._max_len
         for label, phrases in entries.items():
+            label = str(label)
             for phrase in phrases:
-                gaz.add(str(label), [str(w) for w in phrase])
+                key = tuple([normalise(str(w)) for w in phrase])
+                if not key:
+                    continue
+                table[key].add(label)
+                if len(key) > longest.get(key[0], 0):
+                    longest[key[0]] = len(key)
         return gaz
 
     def save(self, path: str | Path) -> None:

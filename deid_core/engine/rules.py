@@ -45,6 +45,9 @@ _RULE_KEYS = {
     "description", "standalone",
 }
 DEFAULT_WINDOW = (48, 40)  # characters searched before and after each anchor hit
+#: libyaml's parser when PyYAML has it: a model's rule and filter files parse
+#: ten times faster (same documents; the pure-Python loader is the fallback).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_flags(value: Any, *, rule: str | None = None, path: str | None = None) -> int:
@@ -68,7 +71,7 @@ def parse_flags(value: Any, *, rule: str | None = None, path: str | None = None)
 def load_yaml_text(text: str, *, origin: str | None = None) -> Any:
     """Parse YAML, turning a syntax error into a RuleError with the file and line."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
