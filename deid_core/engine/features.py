@@ -164,15 +164,20 @@ def _sentence_bucket(n: int) -> str:
     return "40+"
 
 
+#: ``str.translate`` tables that keep only the ASCII capitals / lower-case letters.
+_ONLY_UPPER = {i: None for i in range(128) if not chr(i).isupper()}
+_ONLY_LOWER = {i: None for i in range(128) if not chr(i).islower()}
+
+
 def _line_case(words: Sequence[str]) -> str | None:
     """"lcase=caps" for a line in capitals, "lcase=lower" for one without a capital letter."""
-    upper = lower = 0
-    for w in words:
-        for c in w:
-            if c.isupper():
-                upper += 1
-            elif c.islower():
-                lower += 1
+    joined = "".join(words)
+    if joined.isascii():  # counted in C: on ASCII, isupper/islower are exactly A-Z/a-z
+        upper = len(joined.translate(_ONLY_UPPER))
+        lower = len(joined.translate(_ONLY_LOWER))
+    else:
+        upper = sum(1 for c in joined if c.isupper())
+        lower = sum(1 for c in joined if c.islower())
     if upper >= 6 and upper > 3 * lower:
         return "lcase=caps"
     if lower >= 6 and upper == 0:
@@ -445,9 +450,8 @@ class FeatureExtractor:
                     feats.append(f"b-={lows[k]}|{lows[k + 1]}")
                     feats.append(f"b+={lows[k + 1]}|{lows[k + 2]}")
             if self.gazetteer is not None:
-                for k, marks in enumerate(self.gazetteer.marks(words)):
-                    if marks:
-                        out[a + k].extend(f"gaz={m}" for m in marks)
+                for k, marks in self.gazetteer.marks_at(words):
+                    out[a + k].extend([f"gaz={m}" for m in marks])
         if cfg.headers:
             for k, sec in enumerate(sections):
                 if sec is not None:

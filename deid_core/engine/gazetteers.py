@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,8 +27,9 @@ from deid_core.spans import Span
 GAZETTEER_FORMAT_VERSION = 1
 
 
-def normalise(word: str) -> str:
-    return word.lower()
+#: How phrases and words are compared. ``str.lower`` itself rather than a
+#: function calling it: ``matches`` maps it over every sentence of every note.
+normalise: Callable[[str], str] = str.lower
 
 
 class Gazetteer:
@@ -64,15 +65,16 @@ class Gazetteer:
 
     def matches(self, words: Sequence[str]) -> list[tuple[int, int, str]]:
         """Longest match at each start position: ``(start, end, label)`` token ranges."""
-        norm = [normalise(w) for w in words]
+        norm = list(map(normalise, words))
         out: list[tuple[int, int, str]] = []
         n = len(norm)
+        max_len, phrases = self._max_len, self._phrases
         for i, w in enumerate(norm):
-            longest = self._max_len.get(w)
+            longest = max_len.get(w)
             if longest is None:
                 continue
             for size in range(min(longest, n - i), 0, -1):
-                labels = self._phrases.get(tuple(norm[i : i + size]))
+                labels = phrases.get(tuple(norm[i : i + size]) if size > 1 else (w,))
                 if labels:
                     out.extend((i, i + size, label) for label in sorted(labels))
                     break
@@ -81,15 +83,22 @@ class Gazetteer:
     def marks(self, words: Sequence[str]) -> list[list[str]]:
         """Per token, the BIOES marks of every match covering it ("B-NAME", "S-CITY", ...)."""
         out: list[list[str]] = [[] for _ in words]
+        for k, found in self.marks_at(words):
+            out[k] = found
+        return out
+
+    def marks_at(self, words: Sequence[str]) -> list[tuple[int, list[str]]]:
+        """``marks`` of the tokens that have any, as ``(index, marks)`` in token order."""
+        by_token: dict[int, list[str]] = {}
         for start, end, label in self.matches(words):
             if end - start == 1:
-                out[start].append(f"S-{label}")
+                by_token.setdefault(start, []).append(f"S-{label}")
                 continue
-            out[start].append(f"B-{label}")
+            by_token.setdefault(start, []).append(f"B-{label}")
             for k in range(start + 1, end - 1):
-                out[k].append(f"I-{label}")
-            out[end - 1].append(f"E-{label}")
-        return [m if len(m) < 2 else list(dict.fromkeys(m)) for m in out]
+                by_token.setdefault(k, []).append(f"I-{label}")
+            by_token.setdefault(end - 1, []).append(f"E-{label}")
+        return [(k, m if len(m) < 2 else list(dict.fromkeys(m))) for k, m in sorted(by_token.items())]
 
     # -- persistence -------------------------------------------------------
 
