@@ -36,7 +36,11 @@ class Gazetteer:
     """Phrases (tuples of normalised tokens) per label, with longest-match lookup."""
 
     def __init__(self, entries: dict[str, set[tuple[str, ...]]] | None = None) -> None:
-        self._phrases: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        # Each phrase's labels, as one frozenset shared by every phrase with the same
+        # labels: a set per phrase was tens of thousands of objects for the garbage
+        # collector to scan while a model loads (half of the gazetteer's load time).
+        self._phrases: dict[tuple[str, ...], frozenset[str]] = {}
+        self._label_sets: dict[frozenset[str], frozenset[str]] = {}
         self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
         for label, phrases in (entries or {}).items():
             for phrase in phrases:
@@ -46,8 +50,14 @@ class Gazetteer:
         key = tuple(normalise(w) for w in phrase)
         if not key:
             return
-        self._phrases[key].add(label)
+        self._add_label(key, label)
         self._max_len[key[0]] = max(self._max_len.get(key[0], 0), len(key))
+
+    def _add_label(self, key: tuple[str, ...], label: str) -> None:
+        labels = self._phrases.get(key)
+        if labels is None or label not in labels:
+            grown = frozenset((label,)) if labels is None else labels | {label}
+            self._phrases[key] = self._label_sets.setdefault(grown, grown)
 
     def __len__(self) -> int:
         return len(self._phrases)
@@ -114,14 +124,14 @@ class Gazetteer:
             raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
         gaz = cls()
         # ``add`` inlined: a model's gazetteer has tens of thousands of phrases.
-        table, longest = gaz._phrases, gaz._max_len
+        add_label, longest = gaz._add_label, gaz._max_len
         for label, phrases in entries.items():
             label = str(label)
             for phrase in phrases:
                 key = tuple([normalise(str(w)) for w in phrase])
                 if not key:
                     continue
-                table[key].add(label)
+                add_label(key, label)
                 if len(key) > longest.get(key[0], 0):
                     longest[key[0]] = len(key)
         return gaz
