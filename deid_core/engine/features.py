@@ -62,6 +62,8 @@ KNOWN_HEADERS: dict[str, frozenset[str]] = {
 }
 
 _CLOSERS = {".", "?", "!", ":", ";"}
+_OPENERS = ("(", "[")
+_CLOSING_BRACKETS = (")", "]")
 _LPOS = tuple(f"lpos={k}" for k in range(5))
 _KVP = ("", "kvp=1", "kvp=2", "kvp=3", "kvp=4+")
 
@@ -430,25 +432,21 @@ class FeatureExtractor:
             words = [t.text for t in tokens[a:b]]
             size = b - a
             if cfg.sentence:
-                slen = f"slen={_sentence_bucket(size)}"
-                send = f"send={words[-1] if words[-1] in _CLOSERS else 'w'}"
+                sentence = (f"slen={_sentence_bucket(size)}", f"send={words[-1] if words[-1] in _CLOSERS else 'w'}")
                 depth = 0
                 for k, w in enumerate(words):
                     feats = out[a + k]
-                    feats.append(slen)
-                    feats.append(send)
+                    feats += sentence
                     if depth > 0:
                         feats.append("inbracket")
-                    if w in ("(", "["):
+                    if w in _OPENERS:
                         depth += 1
-                    elif w in (")", "]") and depth > 0:
+                    elif depth > 0 and w in _CLOSING_BRACKETS:
                         depth -= 1
             if cfg.bigrams:
-                lows = ["<s>"] + [_clean(w.lower()) for w in words] + ["</s>"]
+                lows = ["<s>", *[_clean(w.lower()) for w in words], "</s>"]
                 for k in range(size):
-                    feats = out[a + k]
-                    feats.append(f"b-={lows[k]}|{lows[k + 1]}")
-                    feats.append(f"b+={lows[k + 1]}|{lows[k + 2]}")
+                    out[a + k] += (f"b-={lows[k]}|{lows[k + 1]}", f"b+={lows[k + 1]}|{lows[k + 2]}")
             if self.gazetteer is not None:
                 for k, marks in self.gazetteer.marks_at(words):
                     out[a + k].extend([f"gaz={m}" for m in marks])

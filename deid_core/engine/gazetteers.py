@@ -42,6 +42,7 @@ class Gazetteer:
         self._phrases: dict[tuple[str, ...], frozenset[str]] = {}
         self._label_sets: dict[frozenset[str], frozenset[str]] = {}
         self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
+        self._pairs: set[tuple[str, str]] = set()  # the first two tokens of every longer phrase
         for label, phrases in (entries or {}).items():
             for phrase in phrases:
                 self.add(label, phrase)
@@ -54,6 +55,8 @@ class Gazetteer:
         self._max_len[key[0]] = max(self._max_len.get(key[0], 0), len(key))
 
     def _add_label(self, key: tuple[str, ...], label: str) -> None:
+        if len(key) > 1:
+            self._pairs.add((key[0], key[1]))
         labels = self._phrases.get(key)
         if labels is None or label not in labels:
             grown = frozenset((label,)) if labels is None else labels | {label}
@@ -78,11 +81,13 @@ class Gazetteer:
         norm = list(map(normalise, words))
         out: list[tuple[int, int, str]] = []
         n = len(norm)
-        max_len, phrases = self._max_len, self._phrases
+        max_len, phrases, pairs = self._max_len, self._phrases, self._pairs
         for i, w in enumerate(norm):
             longest = max_len.get(w)
             if longest is None:
                 continue
+            if longest > 1 and (i + 1 == n or (w, norm[i + 1]) not in pairs):
+                longest = 1  # no longer phrase starts with these two words
             for size in range(min(longest, n - i), 0, -1):
                 labels = phrases.get(tuple(norm[i : i + size]) if size > 1 else (w,))
                 if labels:
