@@ -230,3 +230,30 @@ def test_builtin_gazetteer(lang: str, words: list[str], label: str) -> None:
     from deid_core.engine.gazetteers import builtin_gazetteer
 
     assert (0, len(words), label) in builtin_gazetteer(lang).matches(words)
+
+
+def test_gazetteer_matches_are_the_longest_phrase_at_each_start() -> None:
+    # matches() skips lengths that no phrase's first two words allow; the result
+    # must be the brute-force longest match (all labels, sorted) at each start.
+    import random
+
+    from deid_core.engine.gazetteers import Gazetteer
+
+    gaz = Gazetteer({
+        "CITY": {("new", "york"), ("new", "york", "city"), ("york",), ("santa", "cruz", "de", "la", "palma")},
+        "LAST": {("york",), ("de", "la", "cruz"), ("new",)},
+        "FIRST": {("ana",), ("ana", "maría")},
+    })
+    vocab = ["New", "york", "City", "Santa", "cruz", "de", "la", "palma", "Ana", "maría", "x", "."]
+    rng = random.Random(3)
+    for _ in range(2000):
+        words = [rng.choice(vocab) for _ in range(rng.randint(0, 9))]
+        norm = [w.lower() for w in words]
+        expected = []
+        for i in range(len(norm)):
+            for size in range(len(norm) - i, 0, -1):
+                labels = gaz._phrases.get(tuple(norm[i : i + size]))
+                if labels:
+                    expected += [(i, i + size, label) for label in sorted(labels)]
+                    break
+        assert gaz.matches(words) == expected, words

@@ -55,3 +55,20 @@ def test_old_feature_configs_load_without_the_new_features() -> None:
 def test_a_model_built_on_another_lexicon_is_refused() -> None:
     with pytest.raises(ModelError, match="lexicon"):
         FeatureExtractor(FeatureConfig(lexicon="en-0"), lang="en")
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["SPOKE", "WITH", "NGUYEN"], ["spoke", "with", "nguyen"], ["Mixed", "Case", "line"],
+     ["ÉLODIE", "MÜLLER", "SEEN"], ["élodie", "müller", "vue"], ["ΑΘΗΝΑ", "clinic"], ["BP", "120/80", "HR", "80"],
+     ["ǅ", "ǈ", "ᾈ", "ABCDEFG"], []],
+)
+def test_line_case_counts_letters_as_str_methods_do(words) -> None:
+    # ASCII lines are counted with str.translate; the counts must be isupper/islower's.
+    from deid_core.engine.features import _line_case
+
+    upper = sum(c.isupper() for w in words for c in w)
+    lower = sum(c.islower() for w in words for c in w)
+    expected = ("lcase=caps" if upper >= 6 and upper > 3 * lower
+                else "lcase=lower" if lower >= 6 and upper == 0 else None)
+    assert _line_case(words) == expected

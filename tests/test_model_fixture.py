@@ -33,3 +33,18 @@ def test_model_saved_before_the_move_loads_and_predicts_the_same() -> None:
         model.propagate = True
         spans = model.predict(doc).spans
         assert [[s.start, s.end, s.label] for s in spans if s.source != "propagated"] == row["predicted"]
+
+
+def test_a_loaded_model_has_its_decoder_kernels_ready(monkeypatch) -> None:
+    # Loading the compiled kernels (about 0.1 s of CPU, once per process) is part
+    # of building a model, not of tagging its first note.
+    from deid_core.engine import decoder
+
+    monkeypatch.setattr(decoder, "_kernels_loaded", False)
+    calls = []
+    real = decoder.forward_backward_parts
+    monkeypatch.setattr(decoder, "forward_backward_parts", lambda *a: calls.append(1) or real(*a))
+    DeidModel.load(FIXTURE / "model_v1_en")
+    assert decoder._kernels_loaded and calls == [1]
+    DeidModel.load(FIXTURE / "model_v1_en")
+    assert calls == [1]  # once per process

@@ -503,3 +503,50 @@ def test_rule_report_counts(rules: RuleSet) -> None:
     assert report["ssn"]["recall"] is None and report["ssn"]["overlap_precision"] == 0.0
     mapped = rule_report(gold, rules, label_map={"FAX": "PHONE_NUMBER"})
     assert mapped["fax"]["precision"] == 0.0
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_one_pass_literal_anchors_hit_what_each_word_scan_hits(lang: str) -> None:
+    # RuleSet.find finds every literal anchor in one Aho-Corasick pass; the hits
+    # must be those of a str.find scan per cue word, edges and overlaps included.
+    import random
+
+    from deid_core.engine.rules import _anchor_hits, _LiteralAnchors
+    from deid_core.synthetic import REALISTIC, generate_notes
+
+    rules = load_rules(lang)
+    anchors = [a for a in dict.fromkeys(r.anchor for r in rules) if isinstance(a, tuple)]
+    assert anchors
+    one_pass = _LiteralAnchors(anchors)
+    cues = sorted({core for a in anchors for core in a})
+    rng = random.Random(11)
+    texts = [d.text for d in generate_notes(20, seed=5, lang=lang, **(REALISTIC if lang == "en" else {}))]
+    # Cue words glued to letters, digits and punctuation, so that edge checks decide.
+    texts += [
+        "".join(rng.choice([rng.choice(cues).replace("\\b", ""), " ", "x", "7", ".", "-", "\n", "é"])
+                for _ in range(rng.randint(1, 40)))
+        for _ in range(300)
+    ]
+    hits_found = 0
+    for text in texts:
+        lowered = text.lower()
+        expected = [_anchor_hits(text, lowered, a) for a in anchors]
+        assert one_pass.hits(lowered) == expected
+        hits_found += sum(map(len, expected))
+    assert hits_found > 1000
+
+
+def test_libyaml_reads_every_shipped_yaml_file_as_the_python_loader_does() -> None:
+    # Rule, filter, lexicon and propagation files are read with libyaml's loader
+    # when PyYAML has it (rules.SAFE_LOADER); it must see the same documents.
+    from pathlib import Path
+
+    import yaml
+
+    from deid_core.engine.rules import SAFE_LOADER
+
+    files = sorted((Path(__file__).resolve().parents[1] / "deid_core" / "data").rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert repr(yaml.load(text, Loader=SAFE_LOADER)) == repr(yaml.safe_load(text)), path.name

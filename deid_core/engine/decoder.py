@@ -183,6 +183,27 @@ def _forward_backward_kernel(
     return marg, log_z, heads, tails, step
 
 
+_kernels_loaded = False
+
+
+def load_kernels() -> None:
+    """Load the compiled kernels now, once per process, rather than in the first note's decoding.
+
+    The first call of a numba function sets up numba's compiler context to
+    load the machine code cached on disk: about 0.1 s of CPU, whatever the
+    note. A model calls this when it is built, so that the cost is part of
+    loading it (as it is of importing numba) and the first note a reviewer
+    opens is not the slow one.
+    """
+    global _kernels_loaded
+    if _kernels_loaded:
+        return
+    emissions, transitions = np.zeros((2, 2)), np.zeros((2, 2))
+    forward_backward_parts(emissions, [(0, 2)], transitions, [(0, 2)])
+    viterbi(emissions, [(0, 2)], transitions, bias=0.0, o_index=0)
+    _kernels_loaded = True
+
+
 def viterbi(
     emissions: np.ndarray,
     bounds: Bounds,

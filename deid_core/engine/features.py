@@ -62,6 +62,8 @@ KNOWN_HEADERS: dict[str, frozenset[str]] = {
 }
 
 _CLOSERS = {".", "?", "!", ":", ";"}
+_OPENERS = ("(", "[")
+_CLOSING_BRACKETS = (")", "]")
 _LPOS = tuple(f"lpos={k}" for k in range(5))
 _KVP = ("", "kvp=1", "kvp=2", "kvp=3", "kvp=4+")
 
@@ -164,15 +166,20 @@ def _sentence_bucket(n: int) -> str:
     return "40+"
 
 
+#: ``str.translate`` tables that keep only the ASCII capitals / lower-case letters.
+_ONLY_UPPER = {i: None for i in range(128) if not chr(i).isupper()}
+_ONLY_LOWER = {i: None for i in range(128) if not chr(i).islower()}
+
+
 def _line_case(words: Sequence[str]) -> str | None:
     """"lcase=caps" for a line in capitals, "lcase=lower" for one without a capital letter."""
-    upper = lower = 0
-    for w in words:
-        for c in w:
-            if c.isupper():
-                upper += 1
-            elif c.islower():
-                lower += 1
+    joined = "".join(words)
+    if joined.isascii():  # counted in C: on ASCII, isupper/islower are exactly A-Z/a-z
+        upper = len(joined.translate(_ONLY_UPPER))
+        lower = len(joined.translate(_ONLY_LOWER))
+    else:
+        upper = sum(1 for c in joined if c.isupper())
+        lower = sum(1 for c in joined if c.islower())
     if upper >= 6 and upper > 3 * lower:
         return "lcase=caps"
     if lower >= 6 and upper == 0:
@@ -425,29 +432,24 @@ class FeatureExtractor:
             words = [t.text for t in tokens[a:b]]
             size = b - a
             if cfg.sentence:
-                slen = f"slen={_sentence_bucket(size)}"
-                send = f"send={words[-1] if words[-1] in _CLOSERS else 'w'}"
+                sentence = (f"slen={_sentence_bucket(size)}", f"send={words[-1] if words[-1] in _CLOSERS else 'w'}")
                 depth = 0
                 for k, w in enumerate(words):
                     feats = out[a + k]
-                    feats.append(slen)
-                    feats.append(send)
+                    feats += sentence
                     if depth > 0:
                         feats.append("inbracket")
-                    if w in ("(", "["):
+                    if w in _OPENERS:
                         depth += 1
-                    elif w in (")", "]") and depth > 0:
+                    elif depth > 0 and w in _CLOSING_BRACKETS:
                         depth -= 1
             if cfg.bigrams:
-                lows = ["<s>"] + [_clean(w.lower()) for w in words] + ["</s>"]
+                lows = ["<s>", *[_clean(w.lower()) for w in words], "</s>"]
                 for k in range(size):
-                    feats = out[a + k]
-                    feats.append(f"b-={lows[k]}|{lows[k + 1]}")
-                    feats.append(f"b+={lows[k + 1]}|{lows[k + 2]}")
+                    out[a + k] += (f"b-={lows[k]}|{lows[k + 1]}", f"b+={lows[k + 1]}|{lows[k + 2]}")
             if self.gazetteer is not None:
-                for k, marks in enumerate(self.gazetteer.marks(words)):
-                    if marks:
-                        out[a + k].extend(f"gaz={m}" for m in marks)
+                for k, marks in self.gazetteer.marks_at(words):
+                    out[a + k].extend([f"gaz={m}" for m in marks])
         if cfg.headers:
             for k, sec in enumerate(sections):
                 if sec is not None:

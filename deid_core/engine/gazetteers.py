@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,16 +27,22 @@ from deid_core.spans import Span
 GAZETTEER_FORMAT_VERSION = 1
 
 
-def normalise(word: str) -> str:
-    return word.lower()
+#: How phrases and words are compared. ``str.lower`` itself rather than a
+#: function calling it: ``matches`` maps it over every sentence of every note.
+normalise: Callable[[str], str] = str.lower
 
 
 class Gazetteer:
     """Phrases (tuples of normalised tokens) per label, with longest-match lookup."""
 
     def __init__(self, entries: dict[str, set[tuple[str, ...]]] | None = None) -> None:
-        self._phrases: dict[tuple[str, ...], set[str]] = defaultdict(set)
+        # Each phrase's labels, as one frozenset shared by every phrase with the same
+        # labels: a set per phrase was tens of thousands of objects for the garbage
+        # collector to scan while a model loads (half of the gazetteer's load time).
+        self._phrases: dict[tuple[str, ...], frozenset[str]] = {}
+        self._label_sets: dict[frozenset[str], frozenset[str]] = {}
         self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
+        self._pairs: set[tuple[str, str]] = set()  # the first two tokens of every longer phrase
         for label, phrases in (entries or {}).items():
             for phrase in phrases:
                 self.add(label, phrase)
@@ -45,8 +51,16 @@ class Gazetteer:
         key = tuple(normalise(w) for w in phrase)
         if not key:
             return
-        self._phrases[key].add(label)
+        self._add_label(key, label)
         self._max_len[key[0]] = max(self._max_len.get(key[0], 0), len(key))
+
+    def _add_label(self, key: tuple[str, ...], label: str) -> None:
+        if len(key) > 1:
+            self._pairs.add((key[0], key[1]))
+        labels = self._phrases.get(key)
+        if labels is None or label not in labels:
+            grown = frozenset((label,)) if labels is None else labels | {label}
+            self._phrases[key] = self._label_sets.setdefault(grown, grown)
 
     def __len__(self) -> int:
         return len(self._phrases)
@@ -64,15 +78,18 @@ class Gazetteer:
 
     def matches(self, words: Sequence[str]) -> list[tuple[int, int, str]]:
         """Longest match at each start position: ``(start, end, label)`` token ranges."""
-        norm = [normalise(w) for w in words]
+        norm = list(map(normalise, words))
         out: list[tuple[int, int, str]] = []
         n = len(norm)
+        max_len, phrases, pairs = self._max_len, self._phrases, self._pairs
         for i, w in enumerate(norm):
-            longest = self._max_len.get(w)
+            longest = max_len.get(w)
             if longest is None:
                 continue
+            if longest > 1 and (i + 1 == n or (w, norm[i + 1]) not in pairs):
+                longest = 1  # no longer phrase starts with these two words
             for size in range(min(longest, n - i), 0, -1):
-                labels = self._phrases.get(tuple(norm[i : i + size]))
+                labels = phrases.get(tuple(norm[i : i + size]) if size > 1 else (w,))
                 if labels:
                     out.extend((i, i + size, label) for label in sorted(labels))
                     break
@@ -81,15 +98,22 @@ class Gazetteer:
     def marks(self, words: Sequence[str]) -> list[list[str]]:
         """Per token, the BIOES marks of every match covering it ("B-NAME", "S-CITY", ...)."""
         out: list[list[str]] = [[] for _ in words]
+        for k, found in self.marks_at(words):
+            out[k] = found
+        return out
+
+    def marks_at(self, words: Sequence[str]) -> list[tuple[int, list[str]]]:
+        """``marks`` of the tokens that have any, as ``(index, marks)`` in token order."""
+        by_token: dict[int, list[str]] = {}
         for start, end, label in self.matches(words):
             if end - start == 1:
-                out[start].append(f"S-{label}")
+                by_token.setdefault(start, []).append(f"S-{label}")
                 continue
-            out[start].append(f"B-{label}")
+            by_token.setdefault(start, []).append(f"B-{label}")
             for k in range(start + 1, end - 1):
-                out[k].append(f"I-{label}")
-            out[end - 1].append(f"E-{label}")
-        return [m if len(m) < 2 else list(dict.fromkeys(m)) for m in out]
+                by_token.setdefault(k, []).append(f"I-{label}")
+            by_token.setdefault(end - 1, []).append(f"E-{label}")
+        return [(k, m if len(m) < 2 else list(dict.fromkeys(m))) for k, m in sorted(by_token.items())]
 
     # -- persistence -------------------------------------------------------
 
@@ -104,9 +128,17 @@ class Gazetteer:
         if not isinstance(entries, dict):
             raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
         gaz = cls()
+        # ``add`` inlined: a model's gazetteer has tens of thousands of phrases.
+        add_label, longest = gaz._add_label, gaz._max_len
         for label, phrases in entries.items():
+            label = str(label)
             for phrase in phrases:
-                gaz.add(str(label), [str(w) for w in phrase])
+                key = tuple([normalise(str(w)) for w in phrase])
+                if not key:
+                    continue
+                add_label(key, label)
+                if len(key) > longest.get(key[0], 0):
+                    longest[key[0]] = len(key)
         return gaz
 
     def save(self, path: str | Path) -> None:

@@ -75,8 +75,9 @@ def load_lexicon(lang: str = "en") -> Lexicon:
     """The built-in lexicon for ``lang`` (English only), loaded once per process."""
     if lang != "en":
         raise UnsupportedFormat(f"no built-in name lexicon for language {lang!r} (have: en)")
-    context = yaml.safe_load(
-        resources.files("deid_core").joinpath(f"data/lexicons/{lang}_context.yaml").read_text("utf-8")
+    context = yaml.load(  # a safe loader: libyaml's when present
+        resources.files("deid_core").joinpath(f"data/lexicons/{lang}_context.yaml").read_text("utf-8"),
+        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
     )
     return Lexicon(
         first={w: i for i, w in enumerate(_read_list(lang, "first_names"))},

@@ -54,6 +54,7 @@ from deid_core.engine.decoder import (
     EmissionScorer,
     PartTerms,
     forward_backward_parts,
+    load_kernels,
     part_logprobs,
     path_scores,
     viterbi,
@@ -425,6 +426,7 @@ class DeidModel:
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
         self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
+        load_kernels()
         #: Applied to the merged spans before the filters; learned by ``deid_core.learning.tbed``.
         self.transforms: TransformSet | None = transforms
         self.char: CharTagger | None = None

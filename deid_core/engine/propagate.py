@@ -41,6 +41,7 @@ from typing import Any
 import ahocorasick
 import yaml
 
+from deid_core.engine.rules import SAFE_LOADER
 from deid_core.schemes import LabelScheme
 from deid_core.spans import Span, sort_spans
 
@@ -72,8 +73,9 @@ class Variant:
 def _name_words(lang: str) -> dict[str, frozenset[str]]:
     """Titles, particles and suffixes of the language (from the surrogate data)."""
     lang = lang if lang in ("en", "es") else "en"
-    raw = yaml.safe_load(
-        resources.files("deid_core").joinpath(f"data/surrogates/{lang}.yaml").read_text("utf-8")
+    raw = yaml.load(
+        resources.files("deid_core").joinpath(f"data/surrogates/{lang}.yaml").read_text("utf-8"),
+        Loader=SAFE_LOADER,
     )
     return {
         "titles": frozenset(str(t).casefold() for t in raw.get("titles", {})),
@@ -90,8 +92,9 @@ def common_words() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS as EN
     from spacy.lang.es.stop_words import STOP_WORDS as ES
 
-    raw = yaml.safe_load(
-        resources.files("deid_core").joinpath("data/leakcheck/common_words.yaml").read_text("utf-8")
+    raw = yaml.load(
+        resources.files("deid_core").joinpath("data/leakcheck/common_words.yaml").read_text("utf-8"),
+        Loader=SAFE_LOADER,
     )
     words = {str(w).casefold() for key in ("en", "es", "professions", "name_words") for w in raw.get(key, [])}
     return frozenset(words | {w.casefold() for w in EN} | {w.casefold() for w in ES})
@@ -100,8 +103,9 @@ def common_words() -> frozenset[str]:
 @lru_cache(maxsize=8)
 def _kind_labels(scheme_name: str) -> dict[str, str]:
     """Surrogate kind -> the scheme's first label of that kind (``email``, ``username``)."""
-    raw = yaml.safe_load(
-        resources.files("deid_core").joinpath("data/surrogates/kinds.yaml").read_text("utf-8")
+    raw = yaml.load(
+        resources.files("deid_core").joinpath("data/surrogates/kinds.yaml").read_text("utf-8"),
+        Loader=SAFE_LOADER,
     )
     out: dict[str, str] = {}
     for label, kind in (raw.get(scheme_name) or {}).items():

@@ -1,6 +1,8 @@
 """Clinical tokenisation that keeps every character's offset.
 
-spaCy's blank ``en``/``es`` tokenizer plus zero-width infix rules from paper
+spaCy's ``en``/``es`` tokenization rules (its prefix, suffix and infix
+expressions, run by ``ClinicalTokenizer`` without building spaCy objects)
+plus zero-width infix rules from paper
 004 (Table 1) and paper 003: split between letters and digits, after a run of
 upper case before a capitalised word, at lower-to-upper case changes, and
 after ``Dr.``-style abbreviations glued to a name. Splitting more only helps:
@@ -15,6 +17,7 @@ character belongs to exactly one token.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -71,37 +74,60 @@ class Tokenized:
         return [(self.tokens[a].start, self.tokens[b - 1].end) for a, b in self.sentences]
 
 
-@lru_cache(maxsize=8)
-def _spacy_tokenizer(lang: str, lean: bool = False):  # type: ignore[no-untyped-def]
-    """spaCy's tokenizer with the clinical rules; ``lean``: for our own tokens only.
+class _AffixRegexes(NamedTuple):
+    prefix_search: Callable[[str], re.Match[str] | None]
+    suffix_search: Callable[[str], re.Match[str] | None]
+    infix_finditer: Callable[[str], Iterator[re.Match[str]]]
 
-    A lean tokenizer's vocabulary computes no lexical attributes (shape,
-    like_num, norm...) for new words: tagging reads only each token's text
-    and offset, and those attributes were a third of the tokenizer's time on
-    unseen notes. Splitting does not depend on them. ``spacy_doc`` keeps them
-    for callers that want full spaCy objects.
-    """
+
+def _check_language(lang: str) -> None:
     if lang not in SUPPORTED_LANGUAGES:
         raise UnsupportedFormat(
             f"unsupported language {lang!r}: use one of {', '.join(SUPPORTED_LANGUAGES)}"
         )
-    nlp = spacy.blank(lang)
-    infixes = list(nlp.Defaults.infixes or []) + CLINICAL_INFIXES
-    nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
-    prefixes = [re.escape(c) for c in _INVISIBLE] + list(nlp.Defaults.prefixes or [])
-    nlp.tokenizer.prefix_search = compile_prefix_regex(prefixes).search
+
+
+@lru_cache(maxsize=8)
+def _affix_regexes(lang: str) -> _AffixRegexes:
+    """spaCy's prefix, suffix and infix expressions for ``lang`` plus the clinical ones.
+
+    Read from the language's defaults, without building a spaCy pipeline
+    (``spacy.blank`` and its 4,000 special cases cost more than the first
+    hundred notes' tokenization).
+    """
+    _check_language(lang)
+    defaults = spacy.util.get_lang_class(lang).Defaults
+    infixes = list(defaults.infixes or []) + CLINICAL_INFIXES
+    prefixes = [re.escape(c) for c in _INVISIBLE] + list(defaults.prefixes or [])
     # spaCy's special cases keep "H." or "Dr." whole; in clinical notes the
     # period is rarely part of the PHI ("Sexo: H."), so every period is its own
     # token and the sentence splitter handles abbreviations instead.
-    nlp.tokenizer.rules = {}
-    suffixes = [r"\."] + list(nlp.Defaults.suffixes or [])
-    nlp.tokenizer.suffix_search = compile_suffix_regex(suffixes).search
+    suffixes = [r"\."] + list(defaults.suffixes or [])
+    return _AffixRegexes(
+        compile_prefix_regex(prefixes).search,
+        compile_suffix_regex(suffixes).search,
+        compile_infix_regex(infixes).finditer,
+    )
+
+
+@lru_cache(maxsize=8)
+def _spacy_tokenizer(lang: str):  # type: ignore[no-untyped-def]
+    """spaCy's tokenizer with the clinical rules.
+
+    Tagging does not run it: ``ClinicalTokenizer`` splits the same way
+    without building spaCy objects. It serves ``spacy_doc`` and is the
+    reference the tests hold ``ClinicalTokenizer`` to.
+    """
+    regexes = _affix_regexes(lang)
+    nlp = spacy.blank(lang)
+    nlp.tokenizer.infix_finditer = regexes.infix_finditer
+    nlp.tokenizer.prefix_search = regexes.prefix_search
+    nlp.tokenizer.rules = {}  # no special cases (see _affix_regexes)
+    nlp.tokenizer.suffix_search = regexes.suffix_search
     # The URL matcher swallows "E-mail:ana@x.es" whole; emails and URLs are
     # found by the rules instead, and tokens must split at the colon.
     nlp.tokenizer.token_match = None
     nlp.tokenizer.url_match = None
-    if lean:
-        nlp.vocab.lex_attr_getters = {}
     return nlp.tokenizer
 
 
@@ -116,42 +142,109 @@ def _is_blank(s: str) -> bool:
     return s.isspace() or all(c in _INVISIBLE or c.isspace() for c in s)
 
 
+#: A line break, or a run of characters that are not white space: spaCy's
+#: chunks (``str.isspace`` is the test on both sides).
+_CHUNK = re.compile(r"\n|\S+")
+
+#: One chunk's tokens: (text, start, end) relative to the chunk, blanks left out.
+_Pieces = tuple[tuple[str, int, int], ...]
+
+
 class ClinicalTokenizer:
-    """Tokeniser and sentence/line segmenter for one language."""
+    """Tokeniser and sentence/line segmenter for one language.
+
+    It splits exactly as spaCy's tokenizer configured by ``_spacy_tokenizer``
+    (the tests compare the two on random text), but in plain Python over
+    spaCy's own regular expressions: a note is cut into white-space chunks and
+    each distinct chunk is split once and remembered, as spaCy's cache does,
+    without building a ``Doc`` and reading its tokens back (two thirds of the
+    old tokenizer's time). Repeated words come back as the same string
+    objects, whose hashes later dictionary lookups reuse.
+    """
+
+    #: Distinct chunks remembered; then the memory starts over.
+    MAX_CACHE = 200_000
 
     def __init__(self, lang: str = "en") -> None:
         self.lang = lang
-        self._tok = _spacy_tokenizer(lang, lean=True)
+        self._regexes = _affix_regexes(lang)
+        self._cache: dict[str, _Pieces] = {}
 
-    def tokenize(self, text: str) -> Tokenized:
-        doc = self._tok(text)
-        tokens: list[Token] = []
-        line = 0
+    def _split(self, chunk: str) -> _Pieces:
+        """A chunk's tokens: spaCy's ``_split_affixes`` and ``_attach_tokens`` without special cases."""
+        prefix_search, suffix_search, infix_finditer = self._regexes
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        string = chunk
+        last_size = 0
+        while string and len(string) != last_size:
+            last_size = len(string)
+            m = prefix_search(string)
+            pre_len = m.end() - m.start() if m is not None else 0
+            m = suffix_search(string[pre_len:])
+            suf_len = m.end() - m.start() if m is not None else 0
+            if pre_len and suf_len and pre_len + suf_len <= len(string):
+                prefixes.append(string[:pre_len])
+                suffixes.append(string[-suf_len:])
+                string = string[pre_len:-suf_len]
+            elif pre_len:
+                prefixes.append(string[:pre_len])
+                string = string[pre_len:]
+            elif suf_len:
+                suffixes.append(string[-suf_len:])
+                string = string[:-suf_len]
+        pieces = prefixes
+        if string:
+            start = 0
+            for match in infix_finditer(string):
+                infix_start, infix_end = match.start(), match.end()
+                if infix_start == 0:
+                    continue
+                if infix_start != start:
+                    pieces.append(string[start:infix_start])
+                if infix_start != infix_end:
+                    pieces.append(string[infix_start:infix_end])
+                start = infix_end
+            if start < len(string):
+                pieces.append(string[start:])
+        pieces.extend(reversed(suffixes))
+        out = []
         pos = 0
-        line_start = True
-        for t in doc:
-            s = t.text
-            start = t.idx
-            if start > pos:
-                gap_newlines = text.count("\n", pos, start)
-                if gap_newlines:
-                    line += gap_newlines
-                    line_start = True
+        for s in pieces:
+            start, end = pos, pos + len(s)
+            pos = end
             if _is_blank(s):
-                nl = s.count("\n")
-                if nl:
-                    line += nl
-                    line_start = True
-                pos = start + len(s)
                 continue
-            end = start + len(s)
-            # spaCy may keep an invisible character glued to a word; peel it off.
-            while s and s[0] in _INVISIBLE:
+            # An invisible character may stay glued to a word; peel it off.
+            while s[0] in _INVISIBLE:
                 s = s[1:]
                 start += 1
-            tokens.append(Token(s, start, end, line, line_start))
-            line_start = False
-            pos = end
+            out.append((s, start, end))
+        return tuple(out)
+
+    def tokenize(self, text: str) -> Tokenized:
+        tokens: list[Token] = []
+        append = tokens.append
+        cache = self._cache
+        new = tuple.__new__  # Token(...) without its Python-level __new__: half the cost per token
+        line = 0
+        line_start = True
+        for m in _CHUNK.finditer(text):
+            chunk = m.group()
+            if chunk == "\n":
+                line += 1
+                line_start = True
+                continue
+            pieces = cache.get(chunk)
+            if pieces is None:
+                pieces = self._split(chunk)
+                if len(cache) >= self.MAX_CACHE:
+                    cache.clear()
+                cache[chunk] = pieces
+            base = m.start()
+            for s, a, b in pieces:
+                append(new(Token, (s, base + a, base + b, line, line_start)))
+                line_start = False
         return Tokenized(text, tuple(tokens), tuple(_sentences(text, tokens)))
 
 
