@@ -93,10 +93,10 @@ def score_least_confident(pred: PredictionLike) -> float:
 def score_least_confident_span(pred: Any) -> float:
     """Negative log P(y*|x) per predicted span, ``-logprob / (1 + spans)``.
 
-    The review queue's default order (``deid_core.confidence``): it ranks notes
-    by their F1 best on MEDDOCAN and English dev notes (docs/active.md "Queue
-    order"), where per token dilutes PHI errors in narrative text and the raw
-    value picks long notes.
+    The review queue's default order (``deid_core.confidence``): of the
+    measures compared in docs/active.md "Queue order" it ranks notes by their
+    F1 most robustly across MEDDOCAN and English notes; per token dilutes PHI
+    errors in narrative text and the raw value picks long notes.
     """
     if pred.n_tokens == 0:
         return 0.0
@@ -348,7 +348,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
             "least_confident_span",
             "Least confident per span",
             "Notes whose most likely tagging has the lowest log-probability per predicted"
-            " PHI span: ranks notes by their F1 best (the review queue's default order).",
+            " PHI span: the most robust ranking of notes by their F1 (the review queue's default order).",
             least_confident_span,
             score_least_confident_span,
         ),
