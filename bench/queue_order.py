@@ -116,26 +116,23 @@ def _window(la: np.ndarray, lb: np.ndarray, log_z: float, E: np.ndarray, T: np.n
     return float(np.exp(logsumexp(v + lb[a + len(masks) - 1]) - log_z))
 
 
-def exact_span_measures(
-    model: DeidModel, doc: Document, pred: Any, encoded: Any, temperature: float = 1.0
-) -> dict[str, float]:
-    """E[TP], E[gold spans] and the measures built from them (see the module docstring).
+def crf_span_probabilities(
+    E: np.ndarray, T: np.ndarray, seqs: Any, names: list[str], spans: list[tuple[int, int, str]]
+) -> tuple[list[float | None], float, float]:
+    """Exact P(each ``(first token, last token, label)`` span is read from the CRF's tags), E[spans], log Z.
 
-    ``temperature`` divides emissions and transitions (calibration: > 1 softens
-    the CRF's distribution); ``exact_logprob`` is log P(y*|x) at that temperature.
+    A span is read as tags_to_spans reads it: B-X or an I-X after a tag other
+    than B-X/I-X (or at the note's start) opens it, I-X continues it, anything
+    else closes it. ``None`` for a span the tags cannot express (label without
+    B-, or crossing a sequence boundary). ``E`` and ``T`` are emission and
+    transition scores; then come the expected number of spans and the sum of
+    the sequences' log partition functions.
     """
-    names = list(model.tag_names)
-    L, n = len(names), pred.n_tokens
-    if n == 0:
-        return {"exact_expected_f1": 1.0, "exact_min_span_p": 1.0, "exact_neg_expected_errors": 0.0,
-                "exact_logprob": 0.0}
-    E = np.asarray(encoded.emissions, dtype=float) / temperature
-    T = np.asarray(model.weights.transitions, dtype=float) / temperature
-    seqs = encoded.sentences
+    L, n = len(names), E.shape[0]
     la, lb, lz, seq_of = _log_forward_backward(E, T, seqs)
     marg = np.exp(la + lb - lz[seq_of][:, None])
-    e_gold = float(sum(marg[:, j].sum() for j, nm in enumerate(names) if nm.startswith("B-")))
-    e_gold += float(sum(marg[0, j] for j, nm in enumerate(names) if nm.startswith("I-")))
+    e_spans = float(sum(marg[:, j].sum() for j, nm in enumerate(names) if nm.startswith("B-")))
+    e_spans += float(sum(marg[0, j] for j, nm in enumerate(names) if nm.startswith("I-")))
     if n > 1:  # an I-X after a tag other than B-X/I-X starts a span too
         pw = np.exp(la[:-1, :, None] + T[None] + (E[1:] + lb[1:])[:, None, :] - lz[seq_of[1:]][:, None, None])
         firsts = np.array([a for a, _ in seqs])
@@ -147,23 +144,19 @@ def exact_span_measures(
                 ok[j] = False
                 if f"B-{nm[2:]}" in names:
                     ok[names.index(f"B-{nm[2:]}")] = False
-                e_gold += float(pw[inside][:, ok, j].sum())
-    starts = np.array([t.start for t in pred.tokens])
-    ends = np.array([t.end for t in pred.tokens])
-    probs = []
-    for s in pred.spans:
-        ks = np.flatnonzero((starts < s.end) & (ends > s.start))
-        if len(ks) == 0 or f"B-{s.label}" not in names or seq_of[ks[0]] != seq_of[ks[-1]]:
-            probs.append(float(s.score))  # not expressible as CRF tags: its own score
+                e_spans += float(pw[inside][:, ok, j].sum())
+    probs: list[float | None] = []
+    for a, b, label in spans:
+        if f"B-{label}" not in names or seq_of[a] != seq_of[b]:
+            probs.append(None)
             continue
-        a, b = int(ks[0]), int(ks[-1])
         first, last = seqs[seq_of[a]]
         only_b = np.zeros(L, dtype=bool)
-        only_b[names.index(f"B-{s.label}")] = True
-        only_i, not_i, not_x = np.zeros(L, dtype=bool), np.ones(L, dtype=bool), ~only_b.copy()
-        has_i = f"I-{s.label}" in names
+        only_b[names.index(f"B-{label}")] = True
+        only_i, not_i, not_x = np.zeros(L, dtype=bool), np.ones(L, dtype=bool), ~only_b
+        has_i = f"I-{label}" in names
         if has_i:
-            i_col = names.index(f"I-{s.label}")
+            i_col = names.index(f"I-{label}")
             only_i[i_col], not_i[i_col], not_x[i_col] = True, False, False
         body = [only_i] * (b - a) + ([not_i] if b + 1 < last else [])
         log_z = float(lz[seq_of[a]])
@@ -173,11 +166,41 @@ def exact_span_measures(
         elif has_i and a == 0:
             p += _window(la, lb, log_z, E, T, a, [only_i, *body])
         probs.append(p)
+    return probs, e_spans, float(lz.sum())
+
+
+def exact_span_measures(
+    model: DeidModel, doc: Document, pred: Any, encoded: Any, temperature: float = 1.0
+) -> dict[str, float]:
+    """E[TP], E[gold spans] and the measures built from them (see the module docstring).
+
+    ``temperature`` divides emissions and transitions (calibration: > 1 softens
+    the CRF's distribution); ``exact_logprob`` is log P(y*|x) at that temperature.
+    """
+    names = list(model.tag_names)
+    n = pred.n_tokens
+    if n == 0:
+        return {"exact_expected_f1": 1.0, "exact_min_span_p": 1.0, "exact_neg_expected_errors": 0.0,
+                "exact_logprob": 0.0}
+    E = np.asarray(encoded.emissions, dtype=float) / temperature
+    T = np.asarray(model.weights.transitions, dtype=float) / temperature
+    seqs = encoded.sentences
+    starts = np.array([t.start for t in pred.tokens])
+    ends = np.array([t.end for t in pred.tokens])
+    token_spans, expressible = [], []
+    for s in pred.spans:
+        ks = np.flatnonzero((starts < s.end) & (ends > s.start))
+        expressible.append(len(ks) > 0)
+        token_spans.append((int(ks[0]), int(ks[-1]), s.label) if len(ks) else (0, 0, ""))
+    crf_probs, e_gold, log_z = crf_span_probabilities(E, T, seqs, names, token_spans)
+    # A span the CRF's tags cannot express (e.g. a rule's label) counts with its own score.
+    probs = [float(p) if ok and p is not None else float(s.score)
+             for p, ok, s in zip(crf_probs, expressible, pred.spans)]
     path = np.array([names.index(t) for t in pred.tags])
     trans = np.zeros(n)
     trans[1:] = T[path[:-1], path[1:]]
     trans[[a for a, _ in seqs]] = 0.0
-    logprob = float(E[np.arange(n), path].sum() + trans.sum() - lz.sum())
+    logprob = float(E[np.arange(n), path].sum() + trans.sum() - log_z)
     e_tp = float(sum(probs))
     denom = len(probs) + e_gold
     return {
