@@ -1,20 +1,51 @@
 """Which document confidence measure ranks notes by their F1 best (issue 13, queue order)?
 
     python bench/queue_order.py --model MODEL_DIR [--dataset meddocan] [--split dev]
-    python bench/queue_order.py --train-iterations 50 [--dataset meddocan]   # trains on train first
+    python bench/queue_order.py --dataset english-dev              # the English starter (built on first use)
+    python bench/queue_order.py --model DIR --dataset presidio-synth
+    python bench/queue_order.py --model DIR --dataset meddocan --split train --folds 3 --fold 0   # out of fold
 
 Tags every note of the split with the model (bias 0) and reports the Spearman
 correlation between each measure (oriented so that higher = more confident)
-and the note's strict F1 (a note with no gold and no predicted span scores 1):
+and the note's strict F1. Data sets: ``meddocan`` and ``presidio-synth``
+(``/work/shared/data``, read, never copied) and ``english-dev``: the
+generator's dev template families (200 notes, seed 777_001, as
+``bench/english_coldstart.py``) plus ``tests/fixtures/english_challenge.jsonl``,
+reported apart and together. ``--folds K --fold k`` keeps the notes whose
+index is ``k`` mod ``K`` (for out-of-fold figures on train with a model
+trained on the other folds); ``--rows-out FILE`` writes each note's F1 and
+measures (ids and numbers, no text), and ``--from-rows FILE...`` reports on
+saved rows pooled (the three folds together) without tagging.
 
-* ``logprob``: log P(y*|x) of the note; ``logprob_per_token``: divided by its tokens
-  (paper 002 found rho 0.7267 for the log-probability);
-* ``neg_expected_errors``: -sum over tokens of (1 - max marginal), the expected
-  number of tokens whose Viterbi tag is wrong; ``..._per_token`` likewise normalised;
-* ``min_span_marginal``: the smallest marginal of a predicted span's token tags (1 if none);
-* ``neg_phi_mass``: -sum over tokens of P(not O), the expected PHI token count.
+Measures (``confidence_measures`` in ``deid_core/learning/active.py`` unless marked):
 
-Prints one JSON object with the load average and CPU/wall seconds.
+* ``logprob``: log P(y*|x) of the note (paper 002: rho 0.7267 with record F-measure);
+  ``logprob_per_token``; ``logprob_per_span``: divided by 1 + the predicted spans
+  (``deid_core.confidence``, the queue's default order);
+* ``neg_expected_errors`` (and ``_per_token``): minus sum over tokens of (1 - max marginal);
+* ``min_span_marginal``: the smallest marginal of a predicted PHI token's tag;
+* ``neg_phi_mass``: minus the expected number of PHI tokens;
+* ``expected_span_f1``: predicted spans right with the product of their tokens' path marginals;
+* ``exact_expected_f1`` (bench only, from the CRF's forward-backward):
+  2 E[TP] / (spans + E[gold spans]), where E[TP] sums the exact probability
+  that each predicted span's tokens carry exactly that span under the CRF
+  (B-X, I-X..., not continued by I-X; an I-X after a non-X tag also starts it,
+  as the lenient reading does) and E[gold spans] is the expected number of span
+  starts; ``exact_min_span_p`` and ``exact_neg_expected_errors`` (expected
+  false positives + missed spans) come from the same quantities, and
+  ``exact_logprob`` is log P(y*|x); ``--temperature`` divides the CRF's scores
+  for these four (a calibration check: at 1 they are the model's own);
+* ``neg_tokens``: minus the note's length (paper 002: rho 0.5392 for length).
+
+F1 definitions: ``ours`` (strict span F1 of the note; a note with no gold and
+no predicted span scores 1, one with predictions but no gold scores 0) and
+``paper`` (paper 002 ranks records that all hold PHI: notes without gold spans
+are left out, F1 undefined there). ``ceiling`` is the Spearman of F1 with
+itself broken at random inside ties (half the MEDDOCAN notes score exactly 1,
+so no measure can reach 1). ``bootstrap`` gives 95% intervals (1000 resamples
+of notes) of the difference between ``logprob_per_span`` and the two
+log-probability measures. Prints one JSON object with CPU/wall seconds and the
+load average.
 """
 
 from __future__ import annotations
@@ -25,8 +56,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 from scipy.stats import spearmanr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,49 +70,257 @@ from deid_core.engine.model import DeidModel, TrainConfig, train_model  # noqa: 
 from deid_core.evaluation import strict_prf  # noqa: E402
 from deid_core.learning.active import confidence_measures  # noqa: E402
 from deid_core.schemes import load_scheme  # noqa: E402
+from deid_core.spans import Document  # noqa: E402
 
 DATA = next(
     (p for p in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if p.is_dir()),
     ROOT.parent / "shared" / "data",
 )
-DATASETS = {"meddocan": ("es", "meddocan"), "presidio-synth": ("en", "presidio_synth")}
+DATASETS = {"meddocan": ("es", "meddocan"), "presidio-synth": ("en", "presidio_synth"),
+            "english-dev": ("en", "i2b2_2014")}
+CHALLENGE = ROOT / "tests" / "fixtures" / "english_challenge.jsonl"
+COMPARE = ("logprob", "logprob_per_token")
 
 
-def doc_f1(gold, pred) -> float:  # noqa: ANN001
+def doc_f1(gold: Document, pred: Document) -> float:
     if not gold.spans and not pred.spans:
         return 1.0
     return float(strict_prf([gold], [pred])["f1"])
 
 
+# ------------------------------------------------------------------ exact span probabilities
+
+
+def _log_forward_backward(E: np.ndarray, T: np.ndarray, seqs: Any) -> tuple[np.ndarray, ...]:
+    n, L = E.shape
+    la, lb = np.empty((n, L)), np.empty((n, L))
+    lz, seq_of = np.empty(len(seqs)), np.empty(n, dtype=int)
+    for s, (a, b) in enumerate(seqs):
+        seq_of[a:b] = s
+        la[a] = E[a]
+        for t in range(a + 1, b):
+            la[t] = logsumexp(la[t - 1][:, None] + T, axis=0) + E[t]
+        lb[b - 1] = 0.0
+        for t in range(b - 2, a - 1, -1):
+            lb[t] = logsumexp(T + (E[t + 1] + lb[t + 1])[None, :], axis=1)
+        lz[s] = logsumexp(la[b - 1])
+    return la, lb, lz, seq_of
+
+
+def _window(la: np.ndarray, lb: np.ndarray, log_z: float, E: np.ndarray, T: np.ndarray,
+            a: int, masks: list[np.ndarray]) -> float:
+    """P(tag of token a + i is in masks[i] for every i) under the CRF (window inside one sequence)."""
+    v = np.where(masks[0], la[a], -np.inf)
+    for i in range(1, len(masks)):
+        v = np.where(masks[i], logsumexp(v[:, None] + T, axis=0) + E[a + i], -np.inf)
+    return float(np.exp(logsumexp(v + lb[a + len(masks) - 1]) - log_z))
+
+
+def crf_span_probabilities(
+    E: np.ndarray, T: np.ndarray, seqs: Any, names: list[str], spans: list[tuple[int, int, str]]
+) -> tuple[list[float | None], float, float]:
+    """Exact P(each ``(first token, last token, label)`` span is read from the CRF's tags), E[spans], log Z.
+
+    A span is read as tags_to_spans reads it: B-X or an I-X after a tag other
+    than B-X/I-X (or at the note's start) opens it, I-X continues it, anything
+    else closes it. ``None`` for a span the tags cannot express (label without
+    B-, or crossing a sequence boundary). ``E`` and ``T`` are emission and
+    transition scores; then come the expected number of spans and the sum of
+    the sequences' log partition functions.
+    """
+    L, n = len(names), E.shape[0]
+    la, lb, lz, seq_of = _log_forward_backward(E, T, seqs)
+    marg = np.exp(la + lb - lz[seq_of][:, None])
+    e_spans = float(sum(marg[:, j].sum() for j, nm in enumerate(names) if nm.startswith("B-")))
+    e_spans += float(sum(marg[0, j] for j, nm in enumerate(names) if nm.startswith("I-")))
+    if n > 1:  # an I-X after a tag other than B-X/I-X starts a span too
+        pw = np.exp(la[:-1, :, None] + T[None] + (E[1:] + lb[1:])[:, None, :] - lz[seq_of[1:]][:, None, None])
+        firsts = np.array([a for a, _ in seqs])
+        inside = np.ones(n - 1, dtype=bool)
+        inside[firsts[firsts > 0] - 1] = False
+        for j, nm in enumerate(names):
+            if nm.startswith("I-"):
+                ok = np.ones(L, dtype=bool)
+                ok[j] = False
+                if f"B-{nm[2:]}" in names:
+                    ok[names.index(f"B-{nm[2:]}")] = False
+                e_spans += float(pw[inside][:, ok, j].sum())
+    probs: list[float | None] = []
+    for a, b, label in spans:
+        if f"B-{label}" not in names or seq_of[a] != seq_of[b]:
+            probs.append(None)
+            continue
+        first, last = seqs[seq_of[a]]
+        only_b = np.zeros(L, dtype=bool)
+        only_b[names.index(f"B-{label}")] = True
+        only_i, not_i, not_x = np.zeros(L, dtype=bool), np.ones(L, dtype=bool), ~only_b
+        has_i = f"I-{label}" in names
+        if has_i:
+            i_col = names.index(f"I-{label}")
+            only_i[i_col], not_i[i_col], not_x[i_col] = True, False, False
+        body = [only_i] * (b - a) + ([not_i] if b + 1 < last else [])
+        log_z = float(lz[seq_of[a]])
+        p = _window(la, lb, log_z, E, T, a, [only_b, *body])
+        if has_i and a > first:
+            p += _window(la, lb, log_z, E, T, a - 1, [not_x, only_i, *body])
+        elif has_i and a == 0:
+            p += _window(la, lb, log_z, E, T, a, [only_i, *body])
+        probs.append(p)
+    return probs, e_spans, float(lz.sum())
+
+
+def exact_span_measures(
+    model: DeidModel, doc: Document, pred: Any, encoded: Any, temperature: float = 1.0
+) -> dict[str, float]:
+    """E[TP], E[gold spans] and the measures built from them (see the module docstring).
+
+    ``temperature`` divides emissions and transitions (calibration: > 1 softens
+    the CRF's distribution); ``exact_logprob`` is log P(y*|x) at that temperature.
+    """
+    names = list(model.tag_names)
+    n = pred.n_tokens
+    if n == 0:
+        return {"exact_expected_f1": 1.0, "exact_min_span_p": 1.0, "exact_neg_expected_errors": 0.0,
+                "exact_logprob": 0.0}
+    E = np.asarray(encoded.emissions, dtype=float) / temperature
+    T = np.asarray(model.weights.transitions, dtype=float) / temperature
+    seqs = encoded.sentences
+    starts = np.array([t.start for t in pred.tokens])
+    ends = np.array([t.end for t in pred.tokens])
+    token_spans, expressible = [], []
+    for s in pred.spans:
+        ks = np.flatnonzero((starts < s.end) & (ends > s.start))
+        expressible.append(len(ks) > 0)
+        token_spans.append((int(ks[0]), int(ks[-1]), s.label) if len(ks) else (0, 0, ""))
+    crf_probs, e_gold, log_z = crf_span_probabilities(E, T, seqs, names, token_spans)
+    # A span the CRF's tags cannot express (e.g. a rule's label) counts with its own score.
+    probs = [float(p) if ok and p is not None else float(s.score)
+             for p, ok, s in zip(crf_probs, expressible, pred.spans)]
+    path = np.array([names.index(t) for t in pred.tags])
+    trans = np.zeros(n)
+    trans[1:] = T[path[:-1], path[1:]]
+    trans[[a for a, _ in seqs]] = 0.0
+    logprob = float(E[np.arange(n), path].sum() + trans.sum() - log_z)
+    e_tp = float(sum(probs))
+    denom = len(probs) + e_gold
+    return {
+        "exact_expected_f1": 2.0 * e_tp / denom if denom > 1e-9 else 1.0,
+        "exact_min_span_p": min(probs) if probs else 1.0,
+        "exact_neg_expected_errors": -((len(probs) - e_tp) + max(0.0, e_gold - e_tp)),
+        "exact_logprob": logprob,
+    }
+
+
+# ------------------------------------------------------------------ report
+
+
+def spearman(x: Any, y: Any) -> float | None:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return round(float(spearmanr(x, y).statistic), 4)
+
+
+def report(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    f1 = np.array([r["f1"] for r in rows])
+    has_gold = np.array([r["n_gold"] > 0 for r in rows])
+    names = [k for k in rows[0]["measures"]]
+    m = {k: np.array([r["measures"][k] for r in rows]) for k in names}
+    rng = np.random.default_rng(seed)
+    jitter = f1 + 1e-9 * rng.random(len(f1))
+    boot = {}
+    idx = [rng.integers(0, len(f1), len(f1)) for _ in range(1000)]
+    for other in COMPARE:
+        diffs = []
+        for i in idx:
+            a, b = spearman(m["logprob_per_span"][i], f1[i]), spearman(m[other][i], f1[i])
+            if a is not None and b is not None:
+                diffs.append(a - b)
+        if diffs:
+            boot[f"logprob_per_span - {other}"] = [round(float(np.mean(diffs)), 4),
+                                                   round(float(np.percentile(diffs, 2.5)), 4),
+                                                   round(float(np.percentile(diffs, 97.5)), 4)]
+    return {
+        "docs": len(rows), "docs_with_gold": int(has_gold.sum()),
+        "mean_doc_f1": round(float(f1.mean()), 4), "share_f1_1": round(float(np.mean(f1 == 1.0)), 3),
+        "ceiling": {"ours": spearman(jitter, f1), "paper": spearman(jitter[has_gold], f1[has_gold])},
+        "spearman": {k: {"ours": spearman(v, f1), "paper": spearman(v[has_gold], f1[has_gold])}
+                     for k, v in m.items()},
+        "bootstrap_95": boot,
+    }
+
+
+def tag(model: DeidModel, docs: list[Document], label: str, temperature: float = 1.0) -> list[dict[str, Any]]:
+    rows = []
+    for k, d in enumerate(docs):
+        encoded = model.encode(d)
+        p = model.decode(encoded, 0.0)
+        measures = confidence_measures(p)
+        measures.update(exact_span_measures(model, d, p, encoded, temperature))
+        measures["neg_tokens"] = -float(p.n_tokens)
+        rows.append({"id": d.id, "f1": doc_f1(d, p.to_document(d)), "n_gold": len(d.spans), "measures": measures})
+        if (k + 1) % 50 == 0:
+            print(f"{label}: {k + 1}/{len(docs)} notes", file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None)
+    ap.add_argument("--model", default=None, help="model directory (english-dev: the starter by default)")
     ap.add_argument("--dataset", default="meddocan", choices=sorted(DATASETS))
     ap.add_argument("--split", default="dev")
-    ap.add_argument("--train-iterations", type=int, default=50)
+    ap.add_argument("--folds", type=int, default=0, help="keep notes whose index is --fold mod --folds")
+    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--train-iterations", type=int, default=50,
+                    help="without --model (meddocan, presidio-synth): train on train first")
+    ap.add_argument("--dev-families", type=int, default=200)
+    ap.add_argument("--temperature", type=float, default=1.0,
+                    help="divide emissions and transitions by this for the exact_* measures")
+    ap.add_argument("--rows-out", default=None, help="write per-note rows (JSONL: id, F1, measures)")
+    ap.add_argument("--from-rows", nargs="+", default=None, help="report on saved rows, pooled")
     args = ap.parse_args()
+    if args.from_rows:
+        pooled = [json.loads(line) for path in args.from_rows
+                  for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        print(json.dumps({"from_rows": args.from_rows, "sets": {"pooled": report(pooled)}}, indent=1))
+        return 0
     lang, scheme = DATASETS[args.dataset]
     t0, c0 = time.perf_counter(), time.process_time()
     if args.model:
         model = DeidModel.load(args.model)
+    elif args.dataset == "english-dev":
+        from deid_core.synthetic.starter import starter_model
+
+        model = starter_model("en")
     else:
         train = read_jsonl(DATA / args.dataset / "train.jsonl")
         model = train_model(train, lang=lang, scheme=load_scheme(scheme),
                             config=TrainConfig(max_iterations=args.train_iterations))
-    docs = read_jsonl(DATA / args.dataset / f"{args.split}.jsonl")
-    measures: dict[str, list[float]] = {}
-    f1s = []
-    for d in docs:
-        p = model.predict(d)
-        f1s.append(doc_f1(d, p.to_document(d)))
-        for name, value in confidence_measures(p).items():
-            measures.setdefault(name, []).append(value)
+    if args.dataset == "english-dev":
+        from deid_core.synthetic import REALISTIC, generate_notes
+
+        sets = {"dev-families": generate_notes(args.dev_families, seed=777_001, families="dev", **REALISTIC),
+                "challenge": read_jsonl(CHALLENGE)}
+    else:
+        sets = {args.split: read_jsonl(DATA / args.dataset / f"{args.split}.jsonl")}
+    if args.folds:
+        sets = {k: [d for i, d in enumerate(v) if i % args.folds == args.fold] for k, v in sets.items()}
+    rows = {k: tag(model, v, k, args.temperature) for k, v in sets.items()}
+    if args.rows_out:
+        with open(args.rows_out, "w", encoding="utf-8") as fh:
+            for k, v in rows.items():
+                for r in v:
+                    fh.write(json.dumps({**r, "set": k}) + "\n")
+    reports = {k: report(v) for k, v in rows.items()}
+    if len(rows) > 1:
+        reports["together"] = report([r for v in rows.values() for r in v])
     out = {
-        "dataset": args.dataset, "split": args.split, "docs": len(docs), "model": model.version,
-        "mean_doc_f1": round(float(np.mean(f1s)), 4),
-        "spearman": {k: round(float(spearmanr(v, f1s).statistic), 4) for k, v in measures.items()},
+        "dataset": args.dataset, "split": args.split, "model": model.version,
+        "folds": f"{args.fold} of {args.folds}" if args.folds else None,
+        "temperature": args.temperature,
+        "sets": reports,
         "wall_seconds": round(time.perf_counter() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1),
-        "load_average": os.getloadavg(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(out, indent=1))
     return 0

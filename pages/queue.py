@@ -77,6 +77,8 @@ if table:
         frame, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
         key="queue_table", placeholder="",
         column_config={
+            "log P / span": st.column_config.NumberColumn(
+                help="Log-probability per predicted span (lower = less sure; the default order)"),
             "log P": st.column_config.NumberColumn(help="Document log-probability (lower = less sure)"),
             "log P / token": st.column_config.NumberColumn(help="Length-normalised log-probability"),
         },

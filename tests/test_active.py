@@ -8,16 +8,19 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
 
+from deid_core.confidence import logprob_per_span
 from deid_core.errors import UnsupportedFormat
 from deid_core.learning.active import (
     STRATEGIES,
     DocumentLearner,
     as_object_array,
+    confidence_measures,
     diversify,
     get_strategy,
     rank_pool,
     score_entropy,
     score_least_confident,
+    score_least_confident_span,
     score_margin,
     score_phi_mass,
     select,
@@ -36,6 +39,7 @@ class FakePrediction:
     marginals: np.ndarray
     tag_names: tuple[str, ...] = TAGS
     logprob_per_token: float = 0.0
+    spans: tuple[Span, ...] = ()
 
     @property
     def n_tokens(self) -> int:
@@ -120,6 +124,35 @@ def test_strategy_never_prefers_the_confident_note(strategy: str) -> None:
 def test_scorer_values(scorer, marginals, logprob, expected) -> None:  # noqa: ANN001
     pred = FakePrediction("x", marginals, logprob_per_token=logprob)
     assert scorer(pred) == pytest.approx(expected)
+
+
+def test_least_confident_span_divides_by_one_plus_the_predicted_spans() -> None:
+    # Two notes of 4 tokens. "many": log P -6 over 5 predicted spans (-1 per span);
+    # "few": log P -4 over 1 span (-2 per span). Raw and per-token log P call
+    # "many" less sure; per span, "few" is: one likely error among 1 PHI span
+    # costs its F1 more than 1.5 among 5.
+    spans = tuple(Span(k, k + 1, "NAME", "crf:t", 0.9) for k in range(0, 10, 2))
+    many = FakePrediction("many", confident(), logprob_per_token=-6.0 / 4, spans=spans)
+    few = FakePrediction("few", confident(), logprob_per_token=-4.0 / 4, spans=spans[:1])
+    assert score_least_confident_span(many) == pytest.approx(1.0)
+    assert score_least_confident_span(few) == pytest.approx(2.0)
+    assert score_least_confident(many) > score_least_confident(few)
+    pool = [Document("many", "m"), Document("few", "f")]
+    idx, scores = get_strategy("least_confident_span").function(
+        FakeModel({"many": many, "few": few}), pool, 2)
+    assert [pool[i].id for i in idx] == ["few", "many"]
+    assert rank_pool("least_confident_span", pool, predictions=[many, few]) == pytest.approx(
+        {"many": 1.0, "few": 2.0})
+    assert confidence_measures(few)["logprob_per_span"] == pytest.approx(-2.0)
+    assert score_least_confident_span(FakePrediction("e", np.zeros((0, 3)), spans=spans)) == 0.0
+
+
+def test_logprob_per_span_rejects_impossible_input() -> None:
+    assert logprob_per_span(-3.0, 0) == -3.0
+    with pytest.raises(ValueError, match="-1 predicted spans"):
+        logprob_per_span(-3.0, -1)
+    with pytest.raises(ValueError, match="finite"):
+        logprob_per_span(float("nan"), 2)
 
 
 def test_phi_mass_needs_an_outside_column() -> None:
@@ -281,7 +314,7 @@ def test_confidence_measures_are_oriented_higher_is_surer() -> None:
     unsure = np.full((3, len(TAGS)), 1.0 / len(TAGS))
     a = confidence_measures(FakePrediction("a", sure, logprob_per_token=-0.01))
     b = confidence_measures(FakePrediction("b", unsure, logprob_per_token=-1.0))
-    assert set(a) == {"expected_span_f1", "logprob", "logprob_per_token", "neg_expected_errors",
+    assert set(a) == {"expected_span_f1", "logprob", "logprob_per_token", "logprob_per_span", "neg_expected_errors",
                       "neg_expected_errors_per_token", "min_span_marginal", "neg_phi_mass"}
     for key in a:
         assert a[key] >= b[key], key

@@ -33,7 +33,7 @@ def test_build_demo_is_complete_and_idempotent(tmp_path, monkeypatch):
     assert active.artifact_path.startswith(str(tmp_path / "models"))
     queue = repo.review_queue(engine, "demo")
     assert len(queue) == 5 and all(r.logprob is not None for r in queue)
-    assert [r.logprob for r in queue] == sorted(r.logprob for r in queue)
+    assert [r.logprob_span for r in queue] == sorted(r.logprob_span for r in queue)  # the default order
     printed = out.getvalue()
     assert "username: admin" in printed and "username: reviewer" in printed
     assert {u.username for u in list_users(engine)} == {"admin", "reviewer"}

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "deid_core"
 
 RANKS: dict[str, int] = {
-    "": 0, "errors": 0, "spans": 0, "schemes": 0, "corpus": 0,
+    "": 0, "errors": 0, "spans": 0, "schemes": 0, "corpus": 0, "confidence": 0,
     "engine": 1,
     "evaluation": 2, "formats": 2,
     "synthetic": 3, "store": 3,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from deid_core.errors import StoreError
 from deid_core.store.engine import (
@@ -63,3 +65,33 @@ def test_migrations_dir_found_and_overridable(tmp_path, monkeypatch) -> None:  #
     monkeypatch.setattr("deid_core.store.engine.Path.is_file", lambda self: False)
     with pytest.raises(StoreError, match="cannot find the Alembic migrations"):
         migrations_dir()
+
+
+def test_0004_fills_logprob_span_from_the_latest_prediction(db_url: str) -> None:
+    # A store at 0003 with two predictions of one note (the latest has 3 spans) and
+    # one note never predicted: after 0004 the first scores log P / (1 + 3), the other stays empty.
+    engine = create_store_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0003_17")
+        span = {"start": 0, "end": 1, "label": "NAME", "source": "crf:m", "score": 1.0}
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO projects (id, name, lang, scheme, settings, created_at) "
+                              "VALUES (1, 'p', 'en', 'i2b2_2014', '{}', CURRENT_TIMESTAMP)"))
+            for doc_id, logprob in ((1, -8.0), (2, None)):
+                conn.execute(text(
+                    "INSERT INTO documents (id, project_id, external_id, text, sha256, n_chars, meta, status,"
+                    " version, created_at, updated_at, logprob) VALUES (:i, 1, :e, 'x', :h, 1, '{}', 'new', 0,"
+                    " CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, :lp)"), {"i": doc_id, "e": f"n{doc_id}",
+                                                                     "h": str(doc_id) * 64, "lp": logprob})
+            for pid, spans in ((1, [span]), (2, [span] * 3)):
+                conn.execute(text(
+                    "INSERT INTO predictions (id, document_id, model_version, spans, logprob, bias, created_at)"
+                    " VALUES (:p, 1, 'm', :s, -8.0, 0.0, CURRENT_TIMESTAMP)"),
+                    {"p": pid, "s": json.dumps(spans)})
+        upgrade_schema(engine)
+        with engine.connect() as conn:
+            got = dict(conn.execute(text("SELECT id, logprob_span FROM documents ORDER BY id")).all())
+        assert got == {1: pytest.approx(-2.0), 2: None}
+    finally:
+        engine.dispose()

@@ -41,13 +41,17 @@ def test_predict_queue_library(store, model_dir) -> None:  # type: ignore[no-unt
     assert seen[-1] == 1.0
     queue = repo.review_queue(store, "p", limit=20)
     assert len(queue) == 8 and all(r.logprob is not None for r in queue)
-    assert [r.logprob for r in queue] == sorted(r.logprob for r in queue)  # least confident first
+    # least confident first, by default per predicted span (docs/active.md "Queue order")
+    assert [r.logprob_span for r in queue] == sorted(r.logprob_span for r in queue)
+    raw = repo.review_queue(store, "p", order="logprob", limit=20)
+    assert [r.logprob for r in raw] == sorted(r.logprob for r in raw)
     by_id = {d.id: d for d in notes}
     for row in queue[:3]:
         layer = repo.get_document(store, row.doc_id).prediction
         assert layer is not None and layer.model_version == model.version and layer.bias == 0.5
         expected = model.predict(by_id[row.external_id].with_spans([]), 0.5)
         assert [s.key for s in layer.spans] == [s.key for s in expected.spans]
+        assert row.logprob_span == pytest.approx(expected.logprob / (1 + len(expected.spans)))
         assert layer.logprob == pytest.approx(expected.logprob)
         assert layer.logprob_norm == pytest.approx(expected.logprob_per_token)
         assert layer.n_tokens == expected.n_tokens

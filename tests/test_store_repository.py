@@ -186,6 +186,34 @@ def test_review_queue_order_and_filters(store, project) -> None:  # type: ignore
         repo.review_queue(store, project, statuses=["bogus"])
 
 
+def test_default_order_is_logprob_per_predicted_span(store, project) -> None:  # type: ignore[no-untyped-def]
+    # n0: log P -6 over 5 spans (-1 per span); n1: log P -4 over 1 span (-2 per span).
+    # The raw log-probability puts n0 first; the default (per span) puts n1 first.
+    repo.import_documents(store, project, notes(3))
+    spans = [Span(k, k + 1, "PATIENT", "crf:v1", 0.9) for k in range(0, 10, 2)]
+    for ext, lp, sp in (("n0", -6.0, spans), ("n1", -4.0, spans[:1])):
+        repo.record_prediction(store, repo.find_document(store, project, ext), sp,
+                               model_version="crf:v1", logprob=lp, n_tokens=8)
+    q = repo.review_queue(store, project)
+    assert [r.external_id for r in q] == ["n1", "n0", "n2"]  # unpredicted last
+    assert q[0].logprob_span == pytest.approx(-2.0) and q[1].logprob_span == pytest.approx(-1.0)
+    assert [r.external_id for r in repo.review_queue(store, project, order="logprob")] == ["n0", "n1", "n2"]
+    claimed = repo.claim_next(store, project, "alice")
+    assert claimed is not None and claimed.document.id == "n1"
+    assert repo.claim_next(store, project, "bob", order="logprob").document.id == "n0"
+    with pytest.raises(StoreError, match="logprob_span"):
+        repo.review_queue(store, project, order="bogus")
+
+
+def test_imported_predictions_carry_logprob_per_span(store, project) -> None:  # type: ignore[no-untyped-def]
+    text = "Patient John Smith seen."
+    doc = Document("p0", text, (Span(8, 12, "PATIENT", "crf:v0", 0.8), Span(13, 18, "PATIENT", "crf:v0", 0.8)),
+                   {"logprob": -3.0, "logprob_per_token": -0.75})
+    repo.import_documents(store, project, [doc], annotations="predictions")
+    (row,) = repo.review_queue(store, project)
+    assert row.logprob == -3.0 and row.logprob_span == pytest.approx(-1.0)
+
+
 def test_review_queue_strategy_hook(store, project) -> None:  # type: ignore[no-untyped-def]
     repo.import_documents(store, project, notes(4))
     ids = {e: repo.find_document(store, project, e) for e in ("n0", "n1", "n2", "n3")}

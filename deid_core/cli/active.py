@@ -9,7 +9,7 @@ from typing import Any
 
 # deid_core.learning.active (modAL, scikit-learn) is imported only when the command
 # runs: every deid-workbench invocation imports this module to register it.
-STRATEGY_NAMES = "least_confident, entropy, margin, phi_mass, random"
+STRATEGY_NAMES = "least_confident_span, least_confident, entropy, margin, phi_mass, random"
 
 
 def register(subparsers: Any) -> None:

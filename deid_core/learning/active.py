@@ -29,6 +29,7 @@ from modAL.models import ActiveLearner
 from modAL.utils.selection import multi_argmax
 from sklearn.base import BaseEstimator
 
+from deid_core.confidence import logprob_per_span
 from deid_core.errors import UnsupportedFormat
 from deid_core.spans import Document
 
@@ -45,6 +46,7 @@ __all__ = [
     "rank_pool",
     "score_entropy",
     "score_least_confident",
+    "score_least_confident_span",
     "score_margin",
     "score_phi_mass",
     "select",
@@ -86,6 +88,20 @@ def score_least_confident(pred: PredictionLike) -> float:
     if pred.n_tokens == 0:
         return 0.0
     return float(-pred.logprob_per_token)
+
+
+def score_least_confident_span(pred: Any) -> float:
+    """Negative log P(y*|x) per predicted span, ``-logprob / (1 + spans)``.
+
+    The review queue's default order (``deid_core.confidence``): of the
+    measures compared in docs/active.md "Queue order" it ranks notes by their
+    F1 most robustly across MEDDOCAN and English notes; per token dilutes PHI
+    errors in narrative text and the raw value picks long notes.
+    """
+    if pred.n_tokens == 0:
+        return 0.0
+    logprob = float(getattr(pred, "logprob", pred.logprob_per_token * pred.n_tokens))
+    return -logprob_per_span(logprob, len(getattr(pred, "spans", ()) or ()))
 
 
 def score_entropy(pred: PredictionLike) -> float:
@@ -132,7 +148,8 @@ def confidence_measures(pred: Any) -> dict[str, float]:
     """Document confidence measures, oriented so that higher = more confident.
 
     For ranking the queue by expected errors (``bench/queue_order.py`` compares
-    them against each note's F1): log-probability raw and per token, minus the
+    them against each note's F1): log-probability raw, per token and per
+    predicted span (``logprob_per_span``, the queue's default), minus the
     expected number of wrongly tagged tokens (sum of 1 - max marginal, raw and
     per token), the smallest marginal of a token on a predicted PHI tag, and
     minus the expected number of PHI tokens.
@@ -140,7 +157,8 @@ def confidence_measures(pred: Any) -> dict[str, float]:
     m = _marginals(pred)
     n = m.shape[0]
     if n == 0:
-        return {"expected_span_f1": 1.0, "logprob": 0.0, "logprob_per_token": 0.0, "neg_expected_errors": 0.0,
+        return {"expected_span_f1": 1.0, "logprob": 0.0, "logprob_per_token": 0.0, "logprob_per_span": 0.0,
+                "neg_expected_errors": 0.0,
                 "neg_expected_errors_per_token": 0.0, "min_span_marginal": 1.0, "neg_phi_mass": 0.0}
     errors = float((1.0 - m.max(axis=1)).sum())
     phi = float((1.0 - m[:, _outside_column(pred)]).sum())
@@ -166,6 +184,7 @@ def confidence_measures(pred: Any) -> dict[str, float]:
         "expected_span_f1": expected_f1,
         "logprob": logprob,
         "logprob_per_token": float(pred.logprob_per_token),
+        "logprob_per_span": logprob_per_span(logprob, len(getattr(pred, "spans", ()) or ())),
         "neg_expected_errors": -errors,
         "neg_expected_errors_per_token": -errors / n,
         "min_span_marginal": float(min(span_marginals)) if span_marginals else 1.0,
@@ -307,6 +326,7 @@ def random_strategy(
 
 
 least_confident = _scored_strategy(score_least_confident)
+least_confident_span = _scored_strategy(score_least_confident_span)
 entropy = _scored_strategy(score_entropy)
 margin = _scored_strategy(score_margin)
 phi_mass = _scored_strategy(score_phi_mass)
@@ -324,6 +344,14 @@ class StrategyInfo:
 STRATEGIES: dict[str, StrategyInfo] = {
     info.name: info
     for info in (
+        StrategyInfo(
+            "least_confident_span",
+            "Least confident per span",
+            "Notes whose most likely tagging has the lowest log-probability per predicted"
+            " PHI span: the most robust ranking of notes by their F1 (the review queue's default order).",
+            least_confident_span,
+            score_least_confident_span,
+        ),
         StrategyInfo(
             "least_confident",
             "Least confident",

@@ -106,7 +106,11 @@ class ImportBatch(Base):
 
 
 class DocumentRow(Base):
-    """A note. ``logprob``/``logprob_norm`` copy the latest prediction's so the queue needs no join."""
+    """A note. ``logprob``/``logprob_norm``/``logprob_span`` copy the latest prediction's so the queue needs no join.
+
+    ``logprob_span`` (``deid_core.confidence.logprob_per_span``: log P per predicted
+    span) is the default queue order; see docs/active.md "Queue order".
+    """
 
     __tablename__ = "documents"
     __table_args__ = (
@@ -116,6 +120,7 @@ class DocumentRow(Base):
         CheckConstraint("version >= 0", name="version"),
         Index("ix_documents_queue_logprob", "project_id", "status", "logprob", "id"),
         Index("ix_documents_queue_logprob_norm", "project_id", "status", "logprob_norm", "id"),
+        Index("ix_documents_queue_logprob_span", "project_id", "status", "logprob_span", "id"),
         Index("ix_documents_assigned", "project_id", "assigned_to", "status"),
     )
 
@@ -139,6 +144,7 @@ class DocumentRow(Base):
     updated_by: Mapped[str | None] = mapped_column(String(100))
     logprob: Mapped[float | None] = mapped_column(Float)
     logprob_norm: Mapped[float | None] = mapped_column(Float)
+    logprob_span: Mapped[float | None] = mapped_column(Float)
 
 
 class ModelVersion(Base):

@@ -28,6 +28,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from deid_core.confidence import logprob_per_span
 from deid_core.engine.propagate import known_phi_items
 from deid_core.errors import (
     AlreadyExists,
@@ -111,6 +112,7 @@ class QueueRow:
     score: float | None
     updated_at: datetime
     updated_by: str | None
+    logprob_span: float | None = None  # the default order: log P per predicted span
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,6 +572,8 @@ def _import_chunk(s: Session, state: _ImportState, chunk: list[Document], hashes
             "version": 1 if gold else 0, "updated_by": state.actor,
             "logprob": lp if isinstance(lp, (int, float)) else None,
             "logprob_norm": lpn if isinstance(lpn, (int, float)) else None,
+            "logprob_span": (logprob_per_span(float(lp), len(doc.spans))
+                             if isinstance(lp, (int, float)) and math.isfinite(lp) else None),
         })
         kept.append(doc)
     if rows:
@@ -708,25 +712,36 @@ def _store_import_layers(
 
 def _queue_row(d: DocumentRow, score: float | None = None) -> QueueRow:
     return QueueRow(d.id, d.external_id, d.patient_id, d.status, d.assigned_to, d.version,
-                    d.n_chars, d.logprob, d.logprob_norm, score, _now(d.updated_at), d.updated_by)
+                    d.n_chars, d.logprob, d.logprob_norm, score, _now(d.updated_at), d.updated_by,
+                    d.logprob_span)
 
 
 _QUEUE_COLUMNS = (
     DocumentRow.id, DocumentRow.external_id, DocumentRow.patient_id, DocumentRow.status,
     DocumentRow.assigned_to, DocumentRow.version, DocumentRow.n_chars, DocumentRow.logprob,
-    DocumentRow.logprob_norm, DocumentRow.updated_at, DocumentRow.updated_by,
+    DocumentRow.logprob_norm, DocumentRow.updated_at, DocumentRow.updated_by, DocumentRow.logprob_span,
 )
+#: Queue orders read from a ``documents`` column (ascending: least confident first), and the
+#: column's position in ``_QUEUE_COLUMNS``. ``logprob_span`` is the default (issue 13).
+_ORDER_COLUMNS: dict[str, tuple[Any, int]] = {
+    "logprob_span": (DocumentRow.logprob_span, 11),
+    "logprob": (DocumentRow.logprob, 7),
+    "logprob_norm": (DocumentRow.logprob_norm, 8),
+}
+QUEUE_ORDER_NAMES = (*_ORDER_COLUMNS, "id")
+DEFAULT_QUEUE_ORDER = "logprob_span"
 
 
 def _row_from_tuple(t: Any, score: float | None = None) -> QueueRow:
-    return QueueRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], score, _now(t[9]), t[10])
+    return QueueRow(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], score, _now(t[9]), t[10],
+                    t[11])
 
 
 def review_queue(
     engine: Engine,
     project: str,
     *,
-    order: str = "logprob",
+    order: str = DEFAULT_QUEUE_ORDER,
     statuses: Sequence[str] = UNREVIEWED,
     assigned_to: str | None = None,
     unassigned_only: bool = False,
@@ -735,8 +750,10 @@ def review_queue(
 ) -> list[QueueRow]:
     """The next documents to review, least confident first.
 
-    ``order``: ``"logprob"`` (document log-probability, ascending; Wellner et
-    al. found it tracks record F-measure), ``"logprob_norm"`` (per token,
+    ``order``: ``"logprob_span"`` (the default: log-probability divided by 1 +
+    the number of predicted spans, ascending; ranks notes by their F1 best, see
+    docs/active.md "Queue order"), ``"logprob"`` (document log-probability,
+    ascending; Wellner et al. found it tracks record F-measure), ``"logprob_norm"`` (per token,
     ascending, so long notes do not always come first), ``"id"`` (import
     order), or ``"strategy:<name>"`` (scores written by active learning via
     ``set_queue_scores``, highest first; only scored documents are listed).
@@ -775,20 +792,19 @@ def review_queue(
                 q = q.where(DocumentRow.assigned_to == assigned_to)
             if unassigned_only:
                 q = q.where(DocumentRow.assigned_to.is_(None))
-            return [_row_from_tuple(t, t[11]) for t in s.execute(q)]
-        if order not in ("logprob", "logprob_norm", "id"):
-            raise StoreError(f"unknown queue order {order!r}")
+            return [_row_from_tuple(t, t[12]) for t in s.execute(q)]
+        if order not in QUEUE_ORDER_NAMES:
+            raise StoreError(f"unknown queue order {order!r}: use {', '.join(QUEUE_ORDER_NAMES)}")
         streams: list[list[tuple[Any, ...]]] = []
         for status in dict.fromkeys(statuses):
             if order == "id":
                 rows = s.execute(base(status).order_by(DocumentRow.id).limit(need)).all()
                 streams.append([((0, 0.0, r[0]), r) for r in rows])
                 continue
-            col = DocumentRow.logprob if order == "logprob" else DocumentRow.logprob_norm
+            col, idx = _ORDER_COLUMNS[order]
             scored = s.execute(
                 base(status).where(col.is_not(None)).order_by(col, DocumentRow.id).limit(need)
             ).all()
-            idx = 7 if order == "logprob" else 8
             stream = [((0, r[idx], r[0]), r) for r in scored]
             if len(scored) < need:
                 unscored = s.execute(
@@ -929,7 +945,7 @@ def set_status(engine: Engine, doc_id: int, status: str, *, actor: Actor = SYSTE
 
 
 def claim_next(
-    engine: Engine, project: str, reviewer: Actor, *, order: str = "logprob", resume: bool = True,
+    engine: Engine, project: str, reviewer: Actor, *, order: str = DEFAULT_QUEUE_ORDER, resume: bool = True,
 ) -> DocumentLayers | None:
     """Assign the next unassigned new document to ``reviewer``; two reviewers never get the same one.
 
@@ -938,8 +954,8 @@ def claim_next(
     ``BEGIN IMMEDIATE`` and the UPDATE is guarded by ``assigned_to IS NULL``.
     With ``resume``, a document already in review by this reviewer comes first.
     """
-    if order not in ("logprob", "logprob_norm", "id"):
-        raise StoreError(f"unknown queue order {order!r}")
+    if order not in QUEUE_ORDER_NAMES:
+        raise StoreError(f"unknown queue order {order!r}: use {', '.join(QUEUE_ORDER_NAMES)}")
     claimed: int | None = None
     with write_session(engine) as s:
         reviewer = check(s, reviewer, "reviewer", "claim a note")
@@ -953,8 +969,7 @@ def claim_next(
         for _attempt in range(20):
             if claimed is not None:
                 break
-            col = {"logprob": DocumentRow.logprob, "logprob_norm": DocumentRow.logprob_norm,
-                   "id": DocumentRow.id}[order]
+            col = DocumentRow.id if order == "id" else _ORDER_COLUMNS[order][0]
             free = select(DocumentRow.id).where(
                 DocumentRow.project_id == proj.id, DocumentRow.status == "new",
                 DocumentRow.assigned_to.is_(None), _visible())
@@ -1243,12 +1258,13 @@ def record_predictions(
                 norm = p.logprob_norm
                 if norm is None and p.logprob is not None and p.n_tokens:
                     norm = p.logprob / p.n_tokens
+                per_span = None if p.logprob is None else logprob_per_span(p.logprob, len(p.spans))
                 rows.append({"document_id": p.doc_id, "model_version_id": p.model_version_id,
                              "model_version": p.model_version, "spans": spans_to_json(p.spans),
                              "logprob": p.logprob, "logprob_norm": norm, "n_tokens": p.n_tokens,
                              "bias": p.bias, "created_at": utcnow()})
                 s.execute(update(DocumentRow).where(DocumentRow.id == p.doc_id)
-                          .values(logprob=p.logprob, logprob_norm=norm)
+                          .values(logprob=p.logprob, logprob_norm=norm, logprob_span=per_span)
                           .execution_options(synchronize_session=False))
             s.execute(insert(PredictionRow), rows)
         n += len(chunk)

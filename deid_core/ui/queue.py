@@ -22,8 +22,12 @@ from deid_core.store.rule_feedback import with_project_rules
 
 Progress = Callable[[str, float], None]
 
+# The default first: log P per predicted span ranks notes by their F1 best on
+# MEDDOCAN and English dev notes (docs/active.md "Queue order"); the raw
+# log-probability (paper 002) stays an option and a column.
 QUEUE_ORDERS = {
-    "logprob": "Least confident first (document log-probability)",
+    "logprob_span": "Least confident first (log-probability per predicted span)",
+    "logprob": "Least confident note first (document log-probability)",
     "logprob_norm": "Least confident per token first",
     "id": "Import order",
 }
@@ -70,6 +74,7 @@ def queue_table(rows: Sequence[QueueRow], summaries: dict[int, tuple[int, str]])
                 "id": r.doc_id,
                 "note": r.external_id,
                 "status": r.status,
+                "log P / span": None if r.logprob_span is None else round(r.logprob_span, 3),
                 "log P": None if r.logprob is None else round(r.logprob, 2),
                 "log P / token": None if r.logprob_norm is None else round(r.logprob_norm, 4),
                 "PHI spans": n_spans,

@@ -1,0 +1,73 @@
+"""bench/queue_order.py's exact span probabilities against brute-force enumeration of a toy CRF.
+
+The bench compares confidence measures for issue 13; its "exact" measures rest
+on these probabilities, so they are checked here on a case small enough to
+enumerate every tag path (5 tokens, 4 tags: 1024 paths).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deid_core.engine.tagging import tags_to_spans
+from deid_core.engine.tokenize import Token
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "queue_order.py"
+NAMES = ["O", "B-X", "I-X", "B-Y"]  # Y has no I- tag: its spans are one token long
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("queue_order_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def _brute_force(E: np.ndarray, T: np.ndarray) -> tuple[dict[tuple[int, int, str], float], float, float]:
+    """P(span read from the tags) for every span that occurs, E[number of spans], log Z."""
+    n = E.shape[0]
+    tokens = [Token("w", 2 * k, 2 * k + 1, 0, k == 0) for k in range(n)]
+    scores, span_sets = [], []
+    for path in itertools.product(range(len(NAMES)), repeat=n):
+        scores.append(E[np.arange(n), path].sum() + sum(T[path[k - 1], path[k]] for k in range(1, n)))
+        spans = tags_to_spans(tokens, [NAMES[j] for j in path])
+        span_sets.append({(s.start // 2, (s.end - 1) // 2, s.label) for s in spans})
+    scores = np.array(scores)
+    log_z = float(np.logaddexp.reduce(scores))
+    probs = np.exp(scores - log_z)
+    out: dict[tuple[int, int, str], float] = {}
+    for p, spans in zip(probs, span_sets):
+        for sp in spans:
+            out[sp] = out.get(sp, 0.0) + float(p)
+    return out, float(sum(p * len(s) for p, s in zip(probs, span_sets))), log_z
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_span_probabilities_match_enumeration(seed: int) -> None:
+    bench = _bench()
+    rng = np.random.default_rng(seed)
+    E = rng.normal(0.0, 1.5, (5, len(NAMES)))
+    T = rng.normal(0.0, 1.5, (len(NAMES), len(NAMES)))
+    truth, expected_spans, log_z = _brute_force(E, T)
+    queries = [(a, b, lab) for a in range(5) for b in range(a, 5) for lab in ("X", "Y")]
+    probs, e_spans, got_log_z = bench.crf_span_probabilities(E, T, [(0, 5)], NAMES, queries)
+    for (a, b, lab), p in zip(queries, probs):
+        assert p == pytest.approx(truth.get((a, b, lab), 0.0), abs=1e-9), (a, b, lab)
+    assert e_spans == pytest.approx(expected_spans, abs=1e-9)
+    assert got_log_z == pytest.approx(log_z, abs=1e-9)
+    # Probabilities of every span sum to the expected number of spans.
+    assert sum(probs) == pytest.approx(expected_spans, abs=1e-9)
+
+
+def test_span_the_tags_cannot_express_is_none() -> None:
+    bench = _bench()
+    E = np.zeros((4, len(NAMES)))
+    T = np.zeros((len(NAMES), len(NAMES)))
+    probs, _, _ = bench.crf_span_probabilities(E, T, [(0, 2), (2, 4)], NAMES, [(0, 1, "Z"), (1, 2, "X")])
+    assert probs == [None, None]  # no B-Z tag; a span across two CRF sequences
