@@ -34,18 +34,9 @@ def normalise(word: str) -> str:
 class Gazetteer:
     """Phrases (tuples of normalised tokens) per label, with longest-match lookup."""
 
-    def __init__(
-        self,
-        entries: dict[str, set[tuple[str, ...]]] | None = None,
-        lowercase_labels: Iterable[str] = (),
-    ) -> None:
+    def __init__(self, entries: dict[str, set[tuple[str, ...]]] | None = None) -> None:
         self._phrases: dict[tuple[str, ...], set[str]] = defaultdict(set)
         self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
-        #: Labels that match only words written in lower case: a Spanish
-        #: demonym or trade is lower case in running text, while the same
-        #: word capitalised is mostly a surname or a place ("Navarro",
-        #: "Herrero", "Argentina"), which would teach the CRF to distrust it.
-        self.lowercase_labels: frozenset[str] = frozenset(lowercase_labels)
         for label, phrases in (entries or {}).items():
             for phrase in phrases:
                 self.add(label, phrase)
@@ -76,15 +67,12 @@ class Gazetteer:
         norm = [normalise(w) for w in words]
         out: list[tuple[int, int, str]] = []
         n = len(norm)
-        lower_only = self.lowercase_labels
         for i, w in enumerate(norm):
             longest = self._max_len.get(w)
             if longest is None:
                 continue
             for size in range(min(longest, n - i), 0, -1):
                 labels = self._phrases.get(tuple(norm[i : i + size]))
-                if labels and lower_only and any(words[k] != norm[k] for k in range(i, i + size)):
-                    labels = {label for label in labels if label not in lower_only}
                 if labels:
                     out.extend((i, i + size, label) for label in sorted(labels))
                     break
@@ -106,10 +94,7 @@ class Gazetteer:
     # -- persistence -------------------------------------------------------
 
     def to_json(self) -> dict:
-        raw: dict = {"format_version": GAZETTEER_FORMAT_VERSION, "entries": self.entries()}
-        if self.lowercase_labels:
-            raw["lowercase_labels"] = sorted(self.lowercase_labels)
-        return raw
+        return {"format_version": GAZETTEER_FORMAT_VERSION, "entries": self.entries()}
 
     @classmethod
     def from_json(cls, raw: object, origin: str = "gazetteer") -> Gazetteer:
@@ -118,10 +103,7 @@ class Gazetteer:
         entries = raw.get("entries")
         if not isinstance(entries, dict):
             raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
-        lowercase = raw.get("lowercase_labels", [])
-        if not isinstance(lowercase, list):
-            raise ModelError(f"{origin}: gazetteer 'lowercase_labels' is not a list")
-        gaz = cls(lowercase_labels=[str(label) for label in lowercase])
+        gaz = cls()
         for label, phrases in entries.items():
             for phrase in phrases:
                 gaz.add(str(label), [str(w) for w in phrase])
@@ -231,7 +213,7 @@ def load_word_list(path: str | Path, label: str | None = None, *, lang: str = "e
 
 
 def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
-    out = Gazetteer(lowercase_labels=[lab for gaz in gazetteers for lab in gaz.lowercase_labels])
+    out = Gazetteer()
     for gaz in gazetteers:
         for label, phrases in gaz.entries().items():
             for phrase in phrases:
@@ -280,12 +262,6 @@ def builtin_gazetteer(lang: str) -> Gazetteer:
     means for a corpus's own labels. The lists are copied into the model
     directory at training time, so a later Faker release cannot change a
     trained model. Treat the returned object as read-only (it is cached).
-
-    For Spanish the hand-written quasi-identifier lists are added too
-    (NATIONALITY, KINSHIP, PROFESSION, MARITAL_STATUS, ORIENTATION, RELIGION;
-    ``lexicons.spanish_quasi_identifiers``): MEDDOCAN labels these words,
-    and a model otherwise leaves verbatim every one it never saw in training.
-    They match lower-case words only (``Gazetteer.lowercase_labels``).
     """
     if lang == "es":
         from faker.providers.address.es_ES import Provider as Address
@@ -307,13 +283,7 @@ def builtin_gazetteer(lang: str) -> Gazetteer:
         "CITY": _faker_cities(),
         "STREET_WORD": street,
     }
-    quasi: dict[str, tuple[str, ...]] = {}
-    if lang == "es":
-        from deid_core.engine.lexicons import spanish_quasi_identifiers
-
-        quasi = spanish_quasi_identifiers()
-        lists.update({k: list(v) for k, v in quasi.items()})
-    gaz = Gazetteer(lowercase_labels=quasi)
+    gaz = Gazetteer()
     for label, phrases in lists.items():
         for phrase in phrases:
             words = _phrase_words(str(phrase), lang)
