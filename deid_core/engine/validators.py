@@ -268,6 +268,9 @@ def _caps_line(text: str, start: int, end: int) -> bool:
     return upper >= 6 and upper > 3 * lower
 
 
+_CAPITALISED = re.compile(r"[^\W\d_a-z](?:['’][^\W\d_])?[^\W\d_A-Z]")
+
+
 def _lower_line(text: str, start: int, end: int) -> bool:
     """Is the line around [start, end) written in lower case? Then, as in capitals, case says nothing."""
     lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
@@ -299,7 +302,8 @@ def _name_words(
             continue
         seen = True
         kind = lexicon.classify(word)
-        capitalised = word[0].isupper() and not caps and not word.isupper()
+        # "Hall", "McDonald", "O'Brien"; not an abbreviation's plural ("PFTs", "ABGs")
+        capitalised = _CAPITALISED.match(word) is not None and not caps
         if kind == STOP:
             return False
         if kind == UNKNOWN and caseless and len(word) >= 3:
@@ -390,6 +394,8 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
     if not words:
         return False
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    if len(words) == 1 and lexicon.classify(words[0]) == COMMON:
+        return False  # "Insurance pending", "Oxygen through"
     evidence = False
     for i, word in enumerate(words):
         low = word.lower()
