@@ -209,6 +209,8 @@ ROUND2_PLACES = [
     ("St. Vincent's (Worcester) records", [("St. Vincent's", "HOSPITAL"), ("Worcester", "CITY")]),
     ("Pain (Mobile) and BP (stable)", []),
     ("she prefers an area rehab near home", []),
+    ("seen at Wellesley Cardiology Associates", [("Wellesley Cardiology Associates", "HOSPITAL")]),
+    ("seen at Cardiology Associates and the Heart Failure Clinic", []),
 ]
 ROUND2_DATES = [
     ("NO ETOH, QUIT TOBACCO 2001.", [("2001", "DATE")]),

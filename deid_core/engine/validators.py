@@ -459,10 +459,15 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
+    # A practice is named after its place or founder and may carry its specialty
+    # ("Wellesley Cardiology Associates"); a clinic named by its specialty alone is a department.
+    practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
     evidence = False
     for word in cue_free:
         low = word.lower()
         if low in lexicon.department:
+            if practice:
+                continue
             return False
         kind = lexicon.classify(word)
         capitalised = word[0].isupper() and not caps and not word.isupper()
