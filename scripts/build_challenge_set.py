@@ -3,7 +3,9 @@
 
 Reads tests/fixtures/english_challenge.txt (notes with inline {{text|CODE}}
 marks, written by hand for issue 12) and writes
-tests/fixtures/english_challenge.jsonl: one document per note with gold spans
+tests/fixtures/english_challenge.jsonl; with ``--set 2`` the second, held-out
+set (english_challenge_2.txt, written and scored before the rules were tuned
+on it) to english_challenge_2.jsonl. One document per note with gold spans
 in i2b2 2014 labels and, in ``meta.categories``, each span's miss category
 (parallel to ``spans``) so that a bench can report recall per category. The
 output is read back with ``deid_core.corpus.read_jsonl`` to check every offset.
@@ -11,6 +13,7 @@ output is read back with ``deid_core.corpus.read_jsonl`` to check every offset.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -21,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from deid_core.corpus import read_jsonl  # noqa: E402
 
-SOURCE = ROOT / "tests" / "fixtures" / "english_challenge.txt"
-TARGET = ROOT / "tests" / "fixtures" / "english_challenge.jsonl"
+FIXTURES = ROOT / "tests" / "fixtures"
+SETS = {"1": "english_challenge", "2": "english_challenge_2"}
 CODES = {
     "D": ("DOCTOR", "clinician_name"),
     "R": ("PATIENT", "relative_name"),
@@ -86,12 +89,16 @@ def parse(source: str) -> list[dict]:
 
 
 def main() -> int:
-    notes = parse(SOURCE.read_text(encoding="utf-8"))
-    with TARGET.open("w", encoding="utf-8") as fh:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--set", choices=sorted(SETS), default="1", help="which challenge set to build (default 1)")
+    stem = SETS[ap.parse_args().set]
+    source, target = FIXTURES / f"{stem}.txt", FIXTURES / f"{stem}.jsonl"
+    notes = parse(source.read_text(encoding="utf-8"))
+    with target.open("w", encoding="utf-8") as fh:
         for note in notes:
             fh.write(json.dumps(note, ensure_ascii=False) + "\n")
-    docs = read_jsonl(TARGET)  # validates offsets and span texts
-    print(f"{len(docs)} notes, {sum(len(d.spans) for d in docs)} spans -> {TARGET.relative_to(ROOT)}")
+    docs = read_jsonl(target)  # validates offsets and span texts
+    print(f"{len(docs)} notes, {sum(len(d.spans) for d in docs)} spans -> {target.relative_to(ROOT)}")
     return 0
 
 

@@ -90,6 +90,12 @@ EN_CASES = [
     ("Job #: 529114494\ncc: Dr. Young", "529114494", "IDNUM", "529114494"),
     ("discussed with Dr. Ward and", "Ward", "DOCTOR", "Ward"),
     ("Autumn Jones", "Autumn", "PATIENT", "Autumn"),
+    # issue 12, challenge set 2: shorthand that models tag, and day counts that look like dates
+    ("picc placed at osh", "osh", "HOSPITAL", None),
+    ("sw consulted for etoh", "etoh", "HOSPITAL", None),
+    ("abx day 7/14 of zosyn", "7/14", "DATE", None),
+    ("admitted 7/14 with sepsis", "7/14", "DATE", "7/14"),
+    ("Heritage Hall NH", "Heritage Hall NH", "HOSPITAL", "Heritage Hall NH"),
 ]
 
 

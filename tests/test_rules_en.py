@@ -356,6 +356,8 @@ def test_builtin_rules_cover_the_issue_labels(rules: RuleSet) -> None:
         "PHONE", "FAX", "MEDICALRECORD", "EMAIL", "IPADDR", "URL", "SSN", "ZIP", "DATE", "AGE",
         # issue 12: names, facilities and places from context cues and the lexicons
         "DOCTOR", "PATIENT", "HOSPITAL", "CITY", "STATE", "STREET",
+        # issue 12, challenge set 2: employers and agencies ("worked at ...", "through ...")
+        "ORGANIZATION",
     }
     assert set(rules.labels) == standalone | {"TITLE"}  # the honorific cue
 

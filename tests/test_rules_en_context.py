@@ -23,6 +23,7 @@ from deid_core.evaluation.visible_chars import recall_per_category, visible_char
 from deid_core.spans import Document, Span
 
 CHALLENGE = Path(__file__).parent / "fixtures" / "english_challenge.jsonl"
+CHALLENGE_2 = Path(__file__).parent / "fixtures" / "english_challenge_2.jsonl"
 NAMES = {"DOCTOR", "PATIENT"}
 PLACES = {"HOSPITAL", "CITY", "STATE", "STREET"}
 
@@ -152,7 +153,75 @@ PHONES = [
     ("given 50000 units", []),
 ]
 
+# Issue 12, second round: the rules added for challenge set 2's misses, each with look-alikes.
+ORGS = {"HOSPITAL", "ORGANIZATION", "CITY", "STATE"}
+ROUND2_NAMES = [
+    # kinship words in capitals or lower case: a word in no list counts; plural kinship words, lists
+    ("SON DMITRI AND DAUGHTER OKSANA VISITED", [("DMITRI", "PATIENT"), ("OKSANA", "PATIENT")]),
+    ("daughter funmi updated by phone", [("funmi", "PATIENT")]),
+    ("Daughter tearful at bedside", []),
+    ("SON AT BEDSIDE, WIFE UPDATED", []),
+    ("2 sons (Hector and Ramon) out of state", [("Hector", "PATIENT"), ("Ramon", "PATIENT")]),
+    ("stepfather Gus visited", [("Gus", "PATIENT")]),
+    ("wife Linda and the team met", [("Linda", "PATIENT")]),
+    ("dtr Bernadette (Bernie) updated", [("Bernadette", "PATIENT"), ("Bernie", "PATIENT")]),
+    ("wife Rosa (HCP) at bedside", [("Rosa", "PATIENT")]),
+    # a name before a notification verb, never a service
+    ("uop 20cc/hr, Mbeki notified.", [("Mbeki", "DOCTOR")]),
+    ("Ortho notified. Renal aware. Resident paged. Family informed.", []),
+    ("MD aware of low uop", []),
+    # a service or a role, then a name in parentheses
+    ("NEPHRO (KRISHNAMURTHY) FOLLOWING", [("KRISHNAMURTHY", "DOCTOR")]),
+    ("Spoke with admissions (Colleen) re bed", [("Colleen", "DOCTOR")]),
+    ("GI (EGD today) and pulm (PFTs) following", []),
+    # a role, a colon and a name alone on its line
+    ("Pt turned.\nRN: Siobhan Kearney\n", [("Siobhan Kearney", "DOCTOR")]),
+    ("SW: Met with pt and wife.", []),
+    ("RN: pt resting\n", []),
+    # a credential after a name: a signature is strong, words mid-sentence are not
+    ("PT SEEN BY WOUND CARE RN, RECS IN CHART.", []),
+    ("controlled rx, needs md signature.", []),
+    ("(Agawam). NH RN Tracey gave report", [("Tracey", "DOCTOR")]),
+    ("resting.\nKearney RN\n", [("Kearney", "DOCTOR")]),
+    # new contact cues
+    ("Home O2 through Apria, contact Dwayne 800-555-0147", [("Dwayne", "DOCTOR")]),
+    ("rec'd call from kendra at the pharmacy", [("kendra", "DOCTOR")]),
+    ("contact precautions for MRSA", []),
+]
+ROUND2_PLACES = [
+    ("Pt worked 30 yrs at General Dynamics, retired", [("General Dynamics", "ORGANIZATION")]),
+    ("WORKED AS BUS DRIVER FOR PVTA.", [("PVTA", "ORGANIZATION")]),
+    ("worked at home, retired from the post office", []),
+    ("Home O2 ordered through Lincare, delivery am", [("Lincare", "ORGANIZATION")]),
+    ("ordered through pharmacy; received from ED", []),
+    ("will f/u w kindred liaison", [("kindred", "HOSPITAL")]),
+    ("will call the liaison; rehab liaison aware", []),
+    ("Beaumont accepted, bed for Monday.", [("Beaumont", "HOSPITAL")]),
+    ("Pt accepted. ABG pending. Insurance pending. Family declined.", []),
+    (
+        "referrals sent to Marlborough Hills, Life Care Center of Nashoba and Beaumont.",
+        [("Marlborough Hills", "HOSPITAL"), ("Life Care Center of Nashoba", "HOSPITAL"), ("Beaumont", "HOSPITAL")],
+    ),
+    ("Transferred from BIDMC ED.", [("BIDMC", "HOSPITAL")]),
+    ("Discharge to: Hillcrest Rehab, Pittsfield, MA.", [("Hillcrest Rehab", "HOSPITAL"), ("Pittsfield", "CITY"), ("MA", "STATE")]),
+    ("Results called to R. Hutchins, PA.", []),
+    ("Pt from a nursing home (Agawam).", [("Agawam", "CITY")]),
+    ("St. Vincent's (Worcester) records", [("St. Vincent's", "HOSPITAL"), ("Worcester", "CITY")]),
+    ("Pain (Mobile) and BP (stable)", []),
+    ("she prefers an area rehab near home", []),
+    ("seen at Wellesley Cardiology Associates", [("Wellesley Cardiology Associates", "HOSPITAL")]),
+    ("seen at Cardiology Associates and the Heart Failure Clinic", []),
+]
+ROUND2_DATES = [
+    ("NO ETOH, QUIT TOBACCO 2001.", [("2001", "DATE")]),
+    ("quit smoking in 1995, retired from teaching 2009", [("1995", "DATE"), ("2009", "DATE")]),
+    ("quit smoking 20 years ago, 2 ppd", []),
+]
+
 TABLES = {
+    "round 2 names": (ROUND2_NAMES, NAMES),
+    "round 2 places": (ROUND2_PLACES, ORGS),
+    "round 2 dates": (ROUND2_DATES, {"DATE"}),
     "titles": (TITLES, NAMES),
     "credentials": (CREDENTIALS_AND_ROLES, NAMES),
     "contacts": (CONTACTS, NAMES),
@@ -298,6 +367,26 @@ def test_challenge_recall_floor_for_rules_and_lexicons(rules: RuleSet, challenge
     assert scores["precision"] >= 0.97
     per = recall_per_category(challenge, pred)
     floors = {"clinician_name": 0.95, "relative_name": 0.85, "patient_surname": 0.95, "date": 0.95, "phone": 0.97, "place": 0.80, "facility": 0.65}
+    for category, floor in floors.items():
+        assert per[category]["recall"] >= floor, (category, per[category])
+
+
+def test_challenge_set_2_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> None:
+    """The rules+lexicon layer alone, on the second hand-written set (41 notes).
+
+    Written and scored before any rule was changed for it: 0.7186 recall,
+    0.9468 precision then (the starter: 0.8152 / 0.9613 at bias 0). After the
+    second round of rules 0.9174 / 0.9809; the set is no longer held out, so
+    this floor guards against regressions only.
+    """
+    docs = read_jsonl(CHALLENGE_2)
+    assert len(docs) >= 40
+    pred = rules_layer(rules, docs)
+    scores = visible_char_prf(docs, pred)
+    assert scores["recall"] >= 0.90
+    assert scores["precision"] >= 0.96
+    per = recall_per_category(docs, pred)
+    floors = {"clinician_name": 0.97, "relative_name": 0.97, "patient_surname": 0.95, "date": 0.97, "phone": 0.97, "place": 0.80, "facility": 0.70}
     for category, floor in floors.items():
         assert per[category]["recall"] >= floor, (category, per[category])
 

@@ -277,12 +277,32 @@ def _caps_line(text: str, start: int, end: int) -> bool:
     return upper >= 6 and upper > 3 * lower
 
 
-def _name_words(text: str, match: re.Match[str] | None, *, strong: bool) -> bool:
+_CAPITALISED = re.compile(r"[^\W\d_a-z](?:['’][^\W\d_])?[^\W\d_A-Z]")
+
+
+def _lower_line(text: str, start: int, end: int) -> bool:
+    """Is the line around [start, end) written in lower case? Then, as in capitals, case says nothing."""
+    lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
+    hi = text.find("\n", end, end + 80)
+    line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
+    upper = sum(1 for c in line if c.isupper())
+    lower = sum(1 for c in line if c.islower())
+    return lower >= 6 and upper * 20 <= lower
+
+
+def _name_words(
+    text: str, match: re.Match[str] | None, *, strong: bool, unknown_without_case: bool = False
+) -> bool:
     from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, UNKNOWN, load_lexicon
 
     lexicon = load_lexicon("en")
     words = _NAME_WORD.findall(text)
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    # In a capitals or lower-case line case is no evidence, so a word in no list
+    # ("SON DMITRI", "daughter funmi") counts after a strong-enough cue.
+    caseless = unknown_without_case and match is not None and (
+        caps or _lower_line(match.string, match.start(), match.end())
+    )
     # In two-word names every word must stand on its own: "MR. JONES SEEN" is not "Jones Seen".
     multi = sum(1 for w in words if len(w) > 1) > 1
     seen = False
@@ -291,9 +311,12 @@ def _name_words(text: str, match: re.Match[str] | None, *, strong: bool) -> bool
             continue
         seen = True
         kind = lexicon.classify(word)
-        capitalised = word[0].isupper() and not caps and not word.isupper()
+        # "Hall", "McDonald", "O'Brien"; not an abbreviation's plural ("PFTs", "ABGs")
+        capitalised = _CAPITALISED.match(word) is not None and not caps
         if kind == STOP:
             return False
+        if kind == UNKNOWN and caseless and len(word) >= 3:
+            continue
         if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and not multi)):
             return False
         if kind == COMMON and not (capitalised and strong):
@@ -320,6 +343,85 @@ def person_weak(text: str, match: re.Match[str] | None = None) -> bool:
     only with a capital letter in a line that is not all capitals.
     """
     return _name_words(text, match, strong=False)
+
+
+@register("person_kin")
+def person_kin(text: str, match: re.Match[str] | None = None) -> bool:
+    """A relative's name after a kinship word ("wife Mary", "SON DMITRI", "daughter funmi").
+
+    As ``person_weak``, except that in a capitals or lower-case line a word in
+    no list (three letters or more) counts: a kinship word is followed by a
+    name far more often than by an unlisted word, and real notes name relatives
+    the lexicons do not hold.
+    """
+    return _name_words(text, match, strong=False, unknown_without_case=True)
+
+
+_SIGNATURE_BEFORE = re.compile(
+    r"(?:^|[\n.,;:(/\-–—]|\b(?:by|to|with|w/|per|from|and|cc|signed)\b)[ \t]*$", re.IGNORECASE
+)
+_SIGNATURE_AFTER = re.compile(
+    r"[ \t]*(?:,[ \t]*)?[A-Za-z-]+\.?[ \t]*(?:$|\n|[\d,;)(/#]|(?i:x[ \t]?\d|ext\b|pager\b|pg\b|pgr\b|beeper\b|on\b|at\b))"
+)
+
+
+@register("person_signature")
+def person_signature(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name before a credential: strong in a signature, weak mid-sentence.
+
+    A signature ("J. Smith RN", "--Hall, RN 6/3", "per Young MD") begins a
+    line or follows punctuation or a cue word, and its credential ends the line
+    or comes before a date, a number or a pager. Elsewhere "WOUND CARE RN",
+    "needs md signature" or "NH RN Tracey" are words before a credential, so
+    the name must be a name on its own (``person_weak``).
+    """
+    if match is None:
+        return person_strong(text, match)
+    full, start, end = match.string, match.start(), match.end()
+    line_start = full.rfind("\n", 0, start) + 1
+    before = _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
+    after = _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
+    return _name_words(text, match, strong=before and after)
+
+
+_ORG_GLUE = frozenset({"of", "the", "and", "&", "for", "at"})
+
+
+@register("organisation_name")
+def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """An employer, agency or facility after a cue ("worked at General Dynamics", "through Lincare", "kindred liaison").
+
+    No word may be a stop word; at least one word that is not a department
+    word ("general", "care") must be a name, a place, a word in no list, or (in
+    a mixed-case line) a capitalised word. Acronyms of three letters or more count in a capitals line, and of
+    four or more elsewhere ("PVTA"; not "ABG").
+    """
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)
+    if not words:
+        return False
+    caps = match is not None and _caps_line(match.string, match.start(), match.end())
+    if len(words) == 1 and lexicon.classify(words[0]) == COMMON:
+        return False  # "Insurance pending", "Oxygen through"
+    evidence = False
+    for i, word in enumerate(words):
+        low = word.lower()
+        if low in _ORG_GLUE and 0 < i < len(words) - 1:
+            continue
+        if low in lexicon.department:  # "General Dynamics", "Life Care Center": no evidence, no veto
+            continue
+        kind = lexicon.classify(word)
+        acronym = word.isupper() and len(word) >= (3 if caps else 4)
+        if kind == STOP:
+            return False
+        capitalised = word[0].isupper() and not caps and not word.isupper()
+        if word.isupper() and not caps and not acronym:
+            return False
+        if kind != COMMON or capitalised or acronym or lexicon.is_place(word):
+            evidence = True
+    return evidence
 
 
 @register("place_name")
@@ -354,6 +456,8 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     lexicon = load_lexicon("en")
+    # "Life Care Center of Nashoba": the words before "of" carry the cue.
+    text = re.split(r"\s+of\s+(?:the\s+)?(?=[A-Z])", text, maxsplit=1)[0]
     words = _NAME_WORD.findall(text)
     if len(words) < 2:
         return False
@@ -364,10 +468,15 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
+    # A practice is named after its place or founder and may carry its specialty
+    # ("Wellesley Cardiology Associates"); a clinic named by its specialty alone is a department.
+    practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
     evidence = False
     for word in cue_free:
         low = word.lower()
         if low in lexicon.department:
+            if practice:
+                continue
             return False
         kind = lexicon.classify(word)
         capitalised = word[0].isupper() and not caps and not word.isupper()
