@@ -132,3 +132,20 @@ def test_import_stores_known_phi_with_the_note_and_refuses_a_bad_list(store) -> 
     import_documents(store, "p", [good])
     (row,) = review_queue(store, "p", order="id", limit=5)
     assert get_document(store, row.doc_id).document.meta["known_phi"] == KNOWN
+
+
+def test_the_bias_views_see_the_records_identifiers_at_every_bias() -> None:
+    """The Bias page and bias sweeps re-decode encodings: they must show what predict shows."""
+    from deid_core.ui.bias import corpus_sweep_spans, decode_layer
+
+    model = DeidModel.load(FIXTURE)
+    doc = Document("k1", "pt quartermaine seen, mrn 88231944 on file.", (), {"known_phi": KNOWN})
+    encoded = model.encode(doc)
+    where = {(doc.text[s.start:s.end], s.source) for s in model.predict(doc, 3.0).spans}
+    assert ("quartermaine", KNOWN_SOURCE) in where
+    biases = [-2.0, 0.0, 3.0]
+    for spans in corpus_sweep_spans(model, [encoded], biases)[0]:
+        assert any(doc.text[s.start:s.end] == "quartermaine" for s in spans)
+    for bias in biases:
+        (shown,) = decode_layer(model, [doc], [encoded], bias)
+        assert any(shown.text[s.start:s.end] == "quartermaine" for s in shown.spans)

@@ -190,6 +190,9 @@ class Encoded:
     rule_spans: tuple[Span, ...]  # matches of rules mapped to a scheme label, ready to merge
     parts: PartTerms  # for log P(labels of each tokenizer sentence | note)
     chars: CharEncoded = EMPTY_CHARS  # the character CRF's windows, when the model has one
+    #: ``(label, value)`` identifiers from the record (``meta["known_phi"]``): every decode
+    #: adds them, so the Bias page and bias sweeps see what ``predict`` shows reviewers.
+    known: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -475,6 +478,7 @@ class DeidModel:
         return self.rules.find(text) if self.rules is not None else []
 
     def encode(self, doc: Document) -> Encoded:
+        known = tuple(known_phi_items(doc.meta, doc_id=doc.id))
         tok = tokenize(doc.text, self.lang)
         raw_rules = self._rule_spans(doc.text)
         mapped = tuple(
@@ -486,7 +490,7 @@ class DeidModel:
         if not tok.tokens:
             empty = np.zeros((0, n_tags))
             no_parts = PartTerms((), empty, empty, np.zeros(0))
-            return Encoded(doc.id, doc.text, (), (), empty, empty, np.zeros(0), mapped, no_parts)
+            return Encoded(doc.id, doc.text, (), (), empty, empty, np.zeros(0), mapped, no_parts, known=known)
         fx = self.extractor
         emissions = self._scorer.emissions(
             [t.text for t in tok.tokens], tok.sentences, fx.context_features(tok, raw_rules)
@@ -500,7 +504,8 @@ class DeidModel:
             chars = self.char.encode(
                 doc.text, tok.tokens, raw_rules, marginals, self._known_word, self.tag_names
             )
-        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts, chars)
+        return Encoded(doc.id, doc.text, tok.tokens, seqs, emissions, marginals, log_z, mapped, parts, chars,
+                       known=known)
 
     def _known_word(self, word: str) -> bool:
         """Whether the token CRF saw ``word`` in training (its ``0:w=`` attribute has a weight)."""
@@ -592,6 +597,8 @@ class DeidModel:
             spans = propagate(
                 encoded.text, spans, self.scheme, lang=self.lang, min_score=self.config.propagate_min_score
             )
+        if encoded.known:
+            spans = self._with_known(encoded, spans)
         n = len(encoded.tokens)
         return Prediction(
             doc_id=encoded.doc_id,
@@ -608,18 +615,17 @@ class DeidModel:
             bias=bias,
         )
 
+    def _with_known(self, encoded: Encoded, spans: Sequence[Span]) -> list[Span]:
+        """The record's identifiers, found in every written variant, added where nothing
+        covers them, with the source ``known``."""
+        extra = known_index(list(encoded.known), self.scheme, lang=self.lang)
+        found = list(find_spans(encoded.text, spans, extra, self.scheme.name)) if extra else []
+        return sort_spans([*spans, *select_new(spans, found)]) if found else list(spans)
+
     def predict(self, doc: Document, bias: float = 0.0) -> Prediction:
-        """Spans of ``doc`` at ``bias``; identifiers listed in ``doc.meta["known_phi"]``
-        (from the structured record) are found in every written variant and added
-        where nothing covers them, with the source ``known``."""
-        pred = self.decode(self.encode(doc), bias)
-        items = known_phi_items(doc.meta, doc_id=doc.id)
-        if items:
-            extra = known_index(items, self.scheme, lang=self.lang)
-            found = list(find_spans(doc.text, pred.spans, extra, self.scheme.name)) if extra else []
-            if found:
-                pred = replace(pred, spans=tuple(sort_spans([*pred.spans, *select_new(pred.spans, found)])))
-        return pred
+        """Spans of ``doc`` at ``bias``, with the identifiers ``doc.meta["known_phi"]``
+        lists (from the structured record) in every written variant."""
+        return self.decode(self.encode(doc), bias)
 
     def predict_many(
         self,
