@@ -652,20 +652,26 @@ def resolve(
     beaten: set[int] = set()
     kept = []
     for c in char_spans:
-        i = bisect_left(starts, c.start)
-        while i > 0 and ordered[i - 1].end > c.start:
-            i -= 1
-        hits = []
-        while i < len(ordered) and ordered[i].start < c.end:
-            if ordered[i].end > c.start:
-                hits.append(i)
-            i += 1
+        hits = _overlapping(ordered, starts, c)
         if not hits:
             kept.append(c)
         elif policy == "score" and all(c.score > ordered[h].score for h in hits):
             kept.append(c)
             beaten.update(hits)
     return kept, [s for k, s in enumerate(ordered) if k not in beaten]
+
+
+def _overlapping(ordered: Sequence[Span], starts: Sequence[int], span: Span) -> list[int]:
+    """Indexes of the spans in ``ordered`` (non-overlapping, by start; ``starts`` theirs) that ``span`` overlaps."""
+    i = bisect_left(starts, span.start)
+    while i > 0 and ordered[i - 1].end > span.start:
+        i -= 1
+    hits = []
+    while i < len(ordered) and ordered[i].start < span.end:
+        if ordered[i].end > span.start:
+            hits.append(i)
+        i += 1
+    return hits
 
 
 def _fill(char_spans: Sequence[Span], crf_spans: Sequence[Span]) -> tuple[list[Span], list[Span]]:
@@ -680,14 +686,7 @@ def _fill(char_spans: Sequence[Span], crf_spans: Sequence[Span]) -> tuple[list[S
     replaced: set[int] = set()
     kept = []
     for c in sorted(char_spans, key=lambda s: (s.start, s.end)):
-        i = bisect_left(starts, c.start)
-        while i > 0 and ordered[i - 1].end > c.start:
-            i -= 1
-        hits = []
-        while i < len(ordered) and ordered[i].start < c.end:
-            if ordered[i].end > c.start:
-                hits.append(i)
-            i += 1
+        hits = _overlapping(ordered, starts, c)
         if not hits:
             kept.append(c)
         elif len(hits) == 1 and ordered[hits[0]].label == c.label:

@@ -24,6 +24,7 @@ from typing import Any
 from deid_core.engine.gazetteers import Gazetteer
 from deid_core.engine.lexicons import LEXICON_VERSION, Lexicon, load_lexicon
 from deid_core.engine.tokenize import Token, Tokenized
+from deid_core.engine.validators import case_counts
 from deid_core.errors import ModelError
 from deid_core.spans import Span
 
@@ -167,19 +168,11 @@ def _sentence_bucket(n: int) -> str:
 
 
 #: ``str.translate`` tables that keep only the ASCII capitals / lower-case letters.
-_ONLY_UPPER = {i: None for i in range(128) if not chr(i).isupper()}
-_ONLY_LOWER = {i: None for i in range(128) if not chr(i).islower()}
 
 
 def _line_case(words: Sequence[str]) -> str | None:
     """"lcase=caps" for a line in capitals, "lcase=lower" for one without a capital letter."""
-    joined = "".join(words)
-    if joined.isascii():  # counted in C: on ASCII, isupper/islower are exactly A-Z/a-z
-        upper = len(joined.translate(_ONLY_UPPER))
-        lower = len(joined.translate(_ONLY_LOWER))
-    else:
-        upper = sum(1 for c in joined if c.isupper())
-        lower = sum(1 for c in joined if c.islower())
+    upper, lower = case_counts("".join(words))
     if upper >= 6 and upper > 3 * lower:
         return "lcase=caps"
     if lower >= 6 and upper == 0:

@@ -262,18 +262,20 @@ _ONLY_UPPER = {i: None for i in range(128) if not chr(i).isupper()}
 _ONLY_LOWER = {i: None for i in range(128) if not chr(i).islower()}
 
 
+def case_counts(text: str) -> tuple[int, int]:
+    """How many upper- and lower-case letters ``text`` holds (rules and features read line case)."""
+    if text.isascii():  # counted in C: on ASCII, isupper/islower are exactly A-Z/a-z
+        return len(text.translate(_ONLY_UPPER)), len(text.translate(_ONLY_LOWER))
+    return sum(1 for c in text if c.isupper()), sum(1 for c in text if c.islower())
+
+
 def _caps_line(text: str, start: int, end: int) -> bool:
     """Is the line around [start, end) written in capitals? Then case says nothing about a name."""
     # the line, or 80 characters either side of the match in a long one
     lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
     hi = text.find("\n", end, end + 80)
     line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
-    if line.isascii():  # counted in C: on ASCII, isupper/islower are exactly A-Z/a-z
-        upper = len(line.translate(_ONLY_UPPER))
-        lower = len(line.translate(_ONLY_LOWER))
-    else:
-        upper = sum(1 for c in line if c.isupper())
-        lower = sum(1 for c in line if c.islower())
+    upper, lower = case_counts(line)
     return upper >= 6 and upper > 3 * lower
 
 

@@ -87,28 +87,31 @@ def _repredict(engine: Engine, project: str, actor: str, progress: Progress | No
     return predict_with_active(engine, project, actor, progress=progress)
 
 
+def set_rule_and_repredict(
+    engine: Engine, project: str, rule: str, actor: str, *, demote: bool,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Demote ``rule`` by hand, or undo its demotion (audited with its current counts),
+    and re-predict the queue with the rule's new standing."""
+    stats = project_rule_feedback(engine, project, actor=actor, suggestions=False).stats.get(rule)
+    (demote_rule if demote else restore_rule)(engine, project, rule, actor=actor, stats=stats)
+    n = _repredict(engine, project, actor, progress)
+    done = "demoted" if demote else "restored"
+    if progress is not None:
+        progress(f"rule {rule} {done}; {n} notes re-predicted", 1.0)
+    return {done: [rule], "repredicted": n}
+
+
 def demote_and_repredict(
     engine: Engine, project: str, rule: str, actor: str, *, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Demote ``rule`` by hand (audited with its current counts) and re-predict the queue."""
-    stats = project_rule_feedback(engine, project, actor=actor, suggestions=False).stats.get(rule)
-    demote_rule(engine, project, rule, actor=actor, stats=stats)
-    n = _repredict(engine, project, actor, progress)
-    if progress is not None:
-        progress(f"rule {rule} demoted; {n} notes re-predicted", 1.0)
-    return {"demoted": [rule], "repredicted": n}
+    return set_rule_and_repredict(engine, project, rule, actor, demote=True, progress=progress)
 
 
 def restore_and_repredict(
     engine: Engine, project: str, rule: str, actor: str, *, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Undo a demotion (audited) and re-predict the queue with the rule tagging again."""
-    stats = project_rule_feedback(engine, project, actor=actor, suggestions=False).stats.get(rule)
-    restore_rule(engine, project, rule, actor=actor, stats=stats)
-    n = _repredict(engine, project, actor, progress)
-    if progress is not None:
-        progress(f"rule {rule} restored; {n} notes re-predicted", 1.0)
-    return {"restored": [rule], "repredicted": n}
+    return set_rule_and_repredict(engine, project, rule, actor, demote=False, progress=progress)
 
 
 def check_rules_and_repredict(
