@@ -126,6 +126,20 @@ def test_near_misses_lie_outside_spans(trained, corpus) -> None:
     assert len(pred.near_misses(threshold=0.9)) <= len(misses)
 
 
+def test_punctuation_is_never_a_near_miss() -> None:
+    """A signature's "--" next to a likely DOCTOR is not itself a place to look."""
+    import numpy as np
+
+    from deid_core.engine.model import Prediction
+    from deid_core.engine.tokenize import Token
+
+    tokens = (Token("--", 0, 2, 0, True), Token("Smith", 3, 8, 0, False), Token("RN", 10, 12, 0, False))
+    names = ("O", "B-DOCTOR", "I-DOCTOR")
+    marginals = np.array([[0.6, 0.4, 0.0], [0.5, 0.5, 0.0], [0.9, 0.1, 0.0]])
+    pred = Prediction("d", (), 0.0, 0.0, (), 3, tokens, ("O", "O", "O"), names, marginals)
+    assert [(m.start, m.end, m.label) for m in pred.near_misses(0.2)] == [(3, 8, "DOCTOR")]
+
+
 def test_more_negative_bias_finds_at_least_as_much(trained, corpus) -> None:
     model, _, _ = trained
     for doc in corpus[1][:4]:

@@ -217,6 +217,8 @@ class Prediction:
         """Tokens left outside every span whose P(not O) >= threshold: where a reviewer should look.
 
         One span per token; label = the most likely non-O label, score = P(not O).
+        A token with no letter or digit ("--" before a signature) is never PHI on its
+        own, so it is never suggested, however likely the span next to it.
         """
         if not self.n_tokens:
             return []
@@ -233,6 +235,8 @@ class Prediction:
         out = []
         for k in np.flatnonzero((p_phi >= threshold) & ~covered).tolist():
             tok = self.tokens[k]
+            if not any(c.isalnum() for c in tok.text):
+                continue
             label = self.tag_names[int(best[k])].split("-", 1)[-1]
             out.append(Span(tok.start, tok.end, label, f"crf:{self.model_version}", float(p_phi[k])))
         return out
