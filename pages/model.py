@@ -154,7 +154,7 @@ else:
 st.subheader("Queue order (active learning)")
 strategies = strategy_descriptions()
 by_name = {s["name"]: s for s in strategies}
-current = project.settings.get("strategy", "least_confident")
+current = project.settings.get("strategy", "least_confident_span")  # the queue's default order
 choice = st.selectbox("Strategy", list(by_name), index=list(by_name).index(current) if current in by_name else 0,
                       format_func=lambda n: by_name[n]["title"], key="strategy")
 st.caption(by_name[choice]["description"])

@@ -42,7 +42,7 @@ def test_project_crud(store) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(AlreadyExists):
         repo.create_project(store, "p1")
     updated = repo.update_project_settings(store, "p1", {"bias": 1.5}, actor="ana")
-    assert updated.settings["bias"] == 1.5 and updated.settings["retrain_every"] == 50
+    assert updated.settings["bias"] == 1.5 and updated.settings["retrain_every"] == 20
     assert [p.name for p in repo.list_projects(store)] == ["p1"]
     with pytest.raises(NotFound):
         repo.get_project(store, "nope")

@@ -60,7 +60,7 @@ Trainer = Callable[[list[Document], "Progress | None"], Any]
 class RetrainPolicy:
     """Project settings for retraining; stored in the project's settings JSON."""
 
-    retrain_every: int = 50  # N, as the store's project default: retrain after N new reviews
+    retrain_every: int = 20  # N, as the store's project default: retrain after N new reviews
     tolerance_f1: float = 0.005  # a candidate may be this much worse on strict F1 ...
     tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)

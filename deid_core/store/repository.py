@@ -388,7 +388,7 @@ def create_project(
     if lang not in LANGS:
         raise StoreError(f"unsupported language {lang!r}: use one of {', '.join(LANGS)}")
     load_scheme(scheme)  # fail now on a typo, not at first review
-    defaults: dict[str, Any] = {"bias": 0.0, "retrain_every": 50}
+    defaults: dict[str, Any] = {"bias": 0.0, "retrain_every": 20}
     defaults.update(settings or {})
     with write_session(engine) as s:
         actor = check(s, actor, "admin", "create a project")
