@@ -218,13 +218,18 @@ _SCORE_CONTEXT = re.compile(
 )
 
 
+def _no_cue_before(cue: re.Pattern[str], match: re.Match[str], width: int) -> bool:
+    """Whether ``cue`` (anchored at its end) does not end right before ``match``, within ``width`` characters."""
+    start = match.start()
+    return cue.search(match.string[max(0, start - width) : start]) is None
+
+
 @register("month_year_short")
 def month_year_short(text: str, match: re.Match[str] | None = None) -> bool:
     """A "3/98" or "12/2009": a month 1-12 and a year, not after a score or vent-setting word."""
     if match is None or not valid_date(text, match):
         return False
-    start = match.start()
-    return _SCORE_CONTEXT.search(match.string[max(0, start - 30) : start]) is None
+    return _no_cue_before(_SCORE_CONTEXT, match, 30)
 
 
 @register("short_date")
@@ -232,9 +237,7 @@ def short_date(text: str, match: re.Match[str] | None = None) -> bool:
     """A yearless "9/14": calendar-valid and not right after a score word ("Pain is 7/10")."""
     if match is None or not valid_date(text, match):
         return False
-    start = match.start()
-    before = match.string[max(0, start - 30) : start]
-    return _SCORE_CONTEXT.search(before) is None
+    return _no_cue_before(_SCORE_CONTEXT, match, 30)
 
 
 # Cues after which a phone-shaped number belongs to another rule (fax, record, episode).
@@ -248,8 +251,7 @@ def phone_context(text: str, match: re.Match[str] | None = None) -> bool:
     """A phone shape right after a fax, record or episode cue is left to that cue's rule."""
     if match is None:
         return True
-    start = match.start()
-    return _OTHER_CUE.search(match.string[max(0, start - 20) : start]) is None
+    return _no_cue_before(_OTHER_CUE, match, 20)
 
 
 # -- names and places read against the lexicons (deid_core/engine/lexicons.py) -------------
@@ -269,13 +271,16 @@ def case_counts(text: str) -> tuple[int, int]:
     return sum(1 for c in text if c.isupper()), sum(1 for c in text if c.islower())
 
 
-def _caps_line(text: str, start: int, end: int) -> bool:
-    """Is the line around [start, end) written in capitals? Then case says nothing about a name."""
-    # the line, or 80 characters either side of the match in a long one
+def _line_around(text: str, start: int, end: int) -> str:
+    """The line around [start, end), or 80 characters either side of it in a long one."""
     lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
     hi = text.find("\n", end, end + 80)
-    line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
-    upper, lower = case_counts(line)
+    return text[lo : hi if hi >= 0 else min(len(text), end + 80)]
+
+
+def _caps_line(text: str, start: int, end: int) -> bool:
+    """Is the line around [start, end) written in capitals? Then case says nothing about a name."""
+    upper, lower = case_counts(_line_around(text, start, end))
     return upper >= 6 and upper > 3 * lower
 
 
@@ -284,11 +289,7 @@ _CAPITALISED = re.compile(r"[^\W\d_a-z](?:['’][^\W\d_])?[^\W\d_A-Z]")
 
 def _lower_line(text: str, start: int, end: int) -> bool:
     """Is the line around [start, end) written in lower case? Then, as in capitals, case says nothing."""
-    lo = max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80, 0)
-    hi = text.find("\n", end, end + 80)
-    line = text[lo : hi if hi >= 0 else min(len(text), end + 80)]
-    upper = sum(1 for c in line if c.isupper())
-    lower = sum(1 for c in line if c.islower())
+    upper, lower = case_counts(_line_around(text, start, end))
     return lower >= 6 and upper * 20 <= lower
 
 
@@ -540,8 +541,7 @@ def pager_context(text: str, match: re.Match[str] | None = None) -> bool:
     """A five-digit pager, unless the "#" follows a reference, order, room or account cue ("ref # 88812")."""
     if match is None:
         return True
-    start = match.start()
-    return _REFERENCE_CUE.search(match.string[max(0, start - 24) : start]) is None
+    return _no_cue_before(_REFERENCE_CUE, match, 24)
 
 
 # State codes that are also credentials or English words after a comma ("Hutchins, PA", "Lee, MD").
