@@ -17,12 +17,11 @@ from deid_core.ui.learning import activate_and_repredict, order_queue_by_strateg
 from deid_core.ui.resources import guard
 from deid_core.ui.rules import (
     check_rules_and_repredict,
-    demote_and_repredict,
-    restore_and_repredict,
     rule_history,
     rule_job_summary,
     rule_table,
     session_feedback,
+    set_rule_and_repredict,
     suggestion_table,
 )
 
@@ -188,13 +187,12 @@ else:
     r1, r2 = st.columns(2)
     pick_rule = r1.selectbox("Rule", rules_frame["rule"].tolist(), key="rule_pick")
     engine, name = ctx.engine, project.name
-    if pick_rule in feedback.demoted:
-        if r1.button(f"Undo demotion of {pick_rule}", disabled=busy, key="rule_restore"):
-            launch(f"Restoring rule {pick_rule}", lambda progress: restore_and_repredict(
-                engine, name, pick_rule, actor, progress=progress))
-    elif r1.button(f"Demote {pick_rule} to a feature", disabled=busy, key="rule_demote"):
-        launch(f"Demoting rule {pick_rule}", lambda progress: demote_and_repredict(
-            engine, name, pick_rule, actor, progress=progress))
+    demote = pick_rule not in feedback.demoted
+    if r1.button(f"Demote {pick_rule} to a feature" if demote else f"Undo demotion of {pick_rule}",
+                 disabled=busy, key="rule_demote" if demote else "rule_restore"):
+        launch(f"{'Demoting' if demote else 'Restoring'} rule {pick_rule}",
+               lambda progress: set_rule_and_repredict(engine, name, pick_rule, actor, demote=demote,
+                                                       progress=progress))
     if r2.button("Demote the rules below the threshold now", disabled=busy, key="rule_check"):
         launch("Checking the rules", lambda progress: check_rules_and_repredict(
             engine, name, actor, progress=progress))

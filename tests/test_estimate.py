@@ -12,6 +12,15 @@ from deid_core.protect.estimate import (
     missed_chars,
 )
 from deid_core.spans import Span
+from deid_core.store.repository import (
+    create_project,
+    get_document,
+    import_documents,
+    record_prediction,
+    review_queue,
+    save_review,
+)
+from deid_core.synthetic import generate_notes
 
 
 @pytest.mark.parametrize(
@@ -42,16 +51,6 @@ def test_toy_corpus_with_a_known_answer() -> None:
 
 
 def test_estimate_and_audit_sample_from_the_store(store) -> None:  # type: ignore[no-untyped-def]
-    from deid_core.store.repository import (
-        create_project,
-        get_document,
-        import_documents,
-        record_prediction,
-        review_queue,
-        save_review,
-    )
-    from deid_core.synthetic import generate_notes
-
     notes = generate_notes(8, seed=3)
     add_users(store, admins=("admin",), reviewers=("ann", "bob"))
     create_project(store, "p", lang="en", scheme="i2b2_2014")
@@ -89,16 +88,6 @@ def test_estimate_and_audit_sample_from_the_store(store) -> None:  # type: ignor
 
 def test_a_deleted_false_positive_is_not_counted_as_phi(store) -> None:  # type: ignore[no-untyped-def]
     """Rejected predictions stay in the reviewed layer as a record; they are not PHI the model found."""
-    from deid_core.store.repository import (
-        create_project,
-        get_document,
-        import_documents,
-        record_prediction,
-        review_queue,
-        save_review,
-    )
-    from deid_core.synthetic import generate_notes
-
     (note,) = generate_notes(1, seed=4)
     add_users(store, admins=("admin",), reviewers=("ann",))
     create_project(store, "p", lang="en", scheme="i2b2_2014")

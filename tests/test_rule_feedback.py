@@ -171,7 +171,7 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
         project_rule_feedback,
         restore_rule,
     )
-    from deid_core.ui.rules import restore_and_repredict, rule_table, suggestion_table
+    from deid_core.ui.rules import rule_table, set_rule_and_repredict, suggestion_table
 
     add_users(store, admins=("ada",), reviewers=("ann",))
     repo.create_project(store, "p", lang="en", scheme="i2b2_2014", actor="ada")
@@ -234,7 +234,7 @@ def test_rule_demotion_and_undo(store) -> None:  # type: ignore[no-untyped-def]
     # Undo from the Model page: audited, and the queue is re-predicted with the rule tagging again.
     with pytest.raises(StoreError, match="already demoted"):
         demote_rule(store, "p", "phone_dashed", actor="ada")
-    result = restore_and_repredict(store, "p", "phone_dashed", "ada")
+    result = set_rule_and_repredict(store, "p", "phone_dashed", "ada", demote=False)
     assert result == {"restored": ["phone_dashed"], "repredicted": 1}
     layers = repo.get_document(store, last)
     assert layers.prediction is not None

@@ -102,18 +102,6 @@ def set_rule_and_repredict(
     return {done: [rule], "repredicted": n}
 
 
-def demote_and_repredict(
-    engine: Engine, project: str, rule: str, actor: str, *, progress: Progress | None = None
-) -> dict[str, Any]:
-    return set_rule_and_repredict(engine, project, rule, actor, demote=True, progress=progress)
-
-
-def restore_and_repredict(
-    engine: Engine, project: str, rule: str, actor: str, *, progress: Progress | None = None
-) -> dict[str, Any]:
-    return set_rule_and_repredict(engine, project, rule, actor, demote=False, progress=progress)
-
-
 def check_rules_and_repredict(
     engine: Engine, project: str, actor: str, *, progress: Progress | None = None
 ) -> dict[str, Any]:
