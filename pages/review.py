@@ -25,7 +25,7 @@ from deid_core.ui.editing import (
     plan_apply_all,
 )
 from deid_core.ui.learning import maybe_retrain
-from deid_core.ui.queue import claim_next_note, patient_document_ids, progress_numbers
+from deid_core.ui.queue import claim_next_note, hold_ahead, patient_document_ids, progress_numbers
 from deid_core.ui.render import (
     DEFAULT_UNCERTAIN_BELOW,
     page_html,
@@ -337,21 +337,7 @@ AHEAD = 2
 
 def notes_ahead() -> list[repo.DocumentLayers]:
     """The notes after this one, claimed for this reviewer ahead of time (kept across runs)."""
-    held: list[repo.DocumentLayers] = []
-    for ahead_id in state.get("next_docs") or []:
-        try:
-            note = repo.get_document(ctx.engine, int(ahead_id))
-        except DeidError:
-            continue
-        if (note.project_id == project.id and note.doc_id != layers.doc_id
-                and note.status == "in_review" and note.assigned_to == user):
-            held.append(note)
-    while len(held) < AHEAD:
-        claimed = claim_next_note(ctx.engine, project, user,
-                                  exclude=(layers.doc_id, *(n.doc_id for n in held)))
-        if claimed is None:
-            break
-        held.append(claimed)
+    held = hold_ahead(ctx.engine, project, user, layers.doc_id, state.get("next_docs") or [], AHEAD)
     state["next_docs"] = [n.doc_id for n in held]
     return held
 

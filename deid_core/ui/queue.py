@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from deid_core.errors import DeidError
 from deid_core.store import repository as repo
 from deid_core.store.authz import SYSTEM, Actor
 from deid_core.store.engine import read_session
@@ -238,3 +239,30 @@ def claim_next_note(
                     return repo.get_document(engine, row.doc_id)
     # resume=False: the reviewer's own open notes were looked at (and some excluded) above.
     return repo.claim_next(engine, project.name, reviewer, resume=False)
+
+
+def hold_ahead(
+    engine: Engine, project: Any, reviewer: str, open_id: int, held_ids: Sequence[int], n: int
+) -> list[repo.DocumentLayers]:
+    """The ``n`` notes after the open one, claimed for ``reviewer`` ahead of time.
+
+    Notes already held (``held_ids``, from earlier runs) are kept while the
+    reviewer still holds them in this project; the rest are claimed with
+    ``claim_next_note``, so the browser can show the next note the moment the
+    open one is accepted.
+    """
+    held: list[repo.DocumentLayers] = []
+    for ahead_id in held_ids:
+        try:
+            note = repo.get_document(engine, int(ahead_id))
+        except DeidError:
+            continue
+        if (note.project_id == project.id and note.doc_id != open_id
+                and note.status == "in_review" and note.assigned_to == reviewer):
+            held.append(note)
+    while len(held) < n:
+        claimed = claim_next_note(engine, project, reviewer, exclude=(open_id, *(h.doc_id for h in held)))
+        if claimed is None:
+            break
+        held.append(claimed)
+    return held
