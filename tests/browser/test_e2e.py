@@ -220,6 +220,6 @@ def test_import_reports_a_bad_file_and_imports_nothing(server, browser, tmp_path
     uploader.set_input_files(str(good_file))
     page.get_by_text("good.jsonl").first.wait_for(timeout=30_000)
     page.get_by_role("button", name="Import", exact=True).click()
-    page.get_by_text("Imported 2 notes").wait_for(timeout=60_000)
+    page.get_by_text("Imported 2 notes with").wait_for(timeout=60_000)  # not the job's "imported 2 notes, ..."
     shot(page, "07_import_ok")
     page.close()

@@ -438,7 +438,7 @@ def test_import_uploader_starts_empty_after_an_import(browser, app, tmp_path):
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(good))
     page.get_by_text("good.jsonl").first.wait_for(timeout=30_000)
     page.get_by_role("button", name="Import", exact=True).click()
-    page.get_by_text("Imported 2 notes").wait_for(timeout=60_000)
+    page.get_by_text("Imported 2 notes with").wait_for(timeout=60_000)  # not the job's "imported 2 notes, ..."
     # the uploader starts empty again
     page.get_by_text("good.jsonl").first.wait_for(state="detached", timeout=30_000)
     assert page.get_by_role("button", name="Import", exact=True).is_disabled()
