@@ -175,3 +175,34 @@ def test_retrain_round_builds_on_the_starter_corpus(tmp_path) -> None:  # noqa: 
     assert result.decision.comparison.method == "kfold"
     assert result.decision.comparison.active is not None
     assert sorted(result.train_ids) == sorted(d.id for d in reviewed)
+
+
+def test_training_cache_gives_the_same_models_as_training_afresh():
+    """A round's trainings share tokens and features; the models must not change for it."""
+    from deid_core.engine.model import TrainingCache
+
+    docs = generate_notes(24, seed=11)
+    config = TrainConfig(max_iterations=15)  # rules and gazetteer folds on, as in the app
+    cache = TrainingCache()
+    # Overlapping note sets, as a k-fold round's trainings are; the gazetteer differs per set.
+    for subset in (docs[:18], docs[6:], docs):
+        cached = train_model(subset, lang="en", config=config, cache=cache)
+        fresh = train_model(subset, lang="en", config=config)
+        assert cached._crf_bytes == fresh._crf_bytes
+        assert cached.metadata["gazetteer_entries"] == fresh.metadata["gazetteer_entries"]
+    assert len(cache) == len(docs)
+    # An edited note is a different note to the cache.
+    edited = [replace(docs[0], spans=docs[0].spans[1:]), *docs[1:]]
+    assert (train_model(edited, lang="en", config=config, cache=cache)._crf_bytes
+            == train_model(edited, lang="en", config=config)._crf_bytes)
+    assert len(cache) == len(docs) + 1
+
+
+def test_training_cache_refuses_another_feature_configuration():
+    from deid_core.engine.model import TrainingCache
+
+    docs = generate_notes(4, seed=3)
+    cache = TrainingCache()
+    train_model(docs, lang="en", config=replace(SMALL, max_iterations=2), cache=cache)
+    with pytest.raises(ModelError, match="one language, feature configuration"):
+        train_model(docs, lang="en", config=replace(TrainConfig(), max_iterations=2), cache=cache)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from deid_core.engine.gazetteers import Gazetteer
 from deid_core.engine.lexicons import LEXICON_VERSION, Lexicon, load_lexicon
@@ -417,6 +417,16 @@ class FeatureExtractor:
 
     def context_features(self, tokenized: Tokenized, rule_spans: Sequence[Span] = ()) -> list[list[str]]:
         """Per token (flat, document order): sentence, line, header, gazetteer and rule features."""
+        return self._context(tokenized, rule_spans, self.gazetteer)
+
+    def _context(
+        self,
+        tokenized: Tokenized,
+        rule_spans: Sequence[Span],
+        gazetteer: Gazetteer | None,
+        cuts: list[int] | None = None,
+    ) -> list[list[str]]:
+        """``context_features`` with a given gazetteer; without one, ``cuts`` gets where its marks go."""
         cfg = self.config
         tokens = tokenized.tokens
         out, sections = self._line_info(tokens)
@@ -440,9 +450,11 @@ class FeatureExtractor:
                 lows = ["<s>", *[_clean(w.lower()) for w in words], "</s>"]
                 for k in range(size):
                     out[a + k] += (f"b-={lows[k]}|{lows[k + 1]}", f"b+={lows[k + 1]}|{lows[k + 2]}")
-            if self.gazetteer is not None:
-                for k, marks in self.gazetteer.marks_at(words):
+            if gazetteer is not None:
+                for k, marks in gazetteer.marks_at(words):
                     out[a + k].extend([f"gaz={m}" for m in marks])
+            elif cuts is not None:
+                cuts.extend(len(out[k]) for k in range(a, b))
         if cfg.headers:
             for k, sec in enumerate(sections):
                 if sec is not None:
@@ -457,15 +469,51 @@ class FeatureExtractor:
         self, tokenized: Tokenized, rule_spans: Sequence[Span] = ()
     ) -> list[list[list[str]]]:
         """Per sentence, per token, the attribute strings python-crfsuite trains on."""
+        flat = self.with_gazetteer(tokenized, self.fold_free_features(tokenized, rule_spans))
+        return [flat[a:b] for a, b in tokenized.sentences]
+
+    def fold_free_features(self, tokenized: Tokenized, rule_spans: Sequence[Span] = ()) -> FoldFreeFeatures:
+        """Every training attribute of each token but the gazetteer's, and where those go.
+
+        The gazetteer is the one part that depends on which notes a model is
+        trained with (it is harvested from them), so a retraining round that
+        trains several models on overlapping notes computes this once per note
+        and adds each model's gazetteer marks with :meth:`with_gazetteer`.
+        """
         tf = self.type_features
         offsets = self._offsets
         window = self.window_words(tokenized)
-        context = self.context_features(tokenized, rule_spans)
+        cuts: list[int] | None = [] if self.config.gazetteer else None
+        context = self._context(tokenized, rule_spans, None, cuts)
         flat = []
         for k, extras in enumerate(context):
             feats: list[str] = []
             for j, off in enumerate(offsets):
                 feats.extend(tf(off, window[j][k]))
+            if cuts is not None:
+                cuts[k] += len(feats)
             feats.extend(extras)
             flat.append(feats)
-        return [flat[a:b] for a, b in tokenized.sentences]
+        return FoldFreeFeatures(flat, cuts)
+
+    def with_gazetteer(self, tokenized: Tokenized, base: FoldFreeFeatures) -> list[list[str]]:
+        """Per token (flat), ``base`` with this extractor's gazetteer marks in their place.
+
+        Tokens without a mark share ``base``'s lists, so callers must not mutate the result.
+        """
+        if self.gazetteer is None or base.cuts is None:
+            return base.features
+        flat = list(base.features)
+        tokens = tokenized.tokens
+        for a, b in tokenized.sentences:
+            for k, marks in self.gazetteer.marks_at([t.text for t in tokens[a:b]]):
+                feats, cut = flat[a + k], base.cuts[a + k]
+                flat[a + k] = [*feats[:cut], *(f"gaz={m}" for m in marks), *feats[cut:]]
+        return flat
+
+
+class FoldFreeFeatures(NamedTuple):
+    """Per token (flat): the attributes that do not depend on the gazetteer, and where its marks go."""
+
+    features: list[list[str]]
+    cuts: list[int] | None  # None: the configuration has no gazetteer features

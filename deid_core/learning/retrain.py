@@ -109,11 +109,14 @@ def make_trainer(
     """``trainer(reviewed, progress)``: train on ``base_docs`` plus ``reviewed``, weighted up.
 
     The same procedure trains the candidate and, in the k-fold comparison,
-    each fold's stand-in for the candidate and for the active model.
+    each fold's stand-in for the candidate and for the active model; they share
+    one :class:`~deid_core.engine.model.TrainingCache`, so each note is
+    tokenised and featurised once per round.
     """
-    from deid_core.engine.model import train_model
+    from deid_core.engine.model import TrainingCache, train_model
 
     base = list(base_docs)
+    cache = TrainingCache()  # the round's trainings share each note's tokens and features
     weight = policy.reviewed_weight
     augment = policy.adaptation == "augment"
     config = replace(config, feature_augmentation=augment)
@@ -127,7 +130,7 @@ def make_trainer(
             docs, lang=lang, scheme=scheme, config=config, progress=progress,
             repeats=[1] * n_base + [weight] * len(reviewed),
             in_domain=[False] * n_base + [True] * len(reviewed) if augment else None,
-            corpus=dict(corpus) if corpus is not None else None,
+            corpus=dict(corpus) if corpus is not None else None, cache=cache,
         )
         model.metadata["adaptation"] = {
             "method": policy.adaptation, "reviewed_weight": weight,
