@@ -47,6 +47,16 @@ def score(model, test) -> dict:  # noqa: ANN001
     return {k: round(v, 4) for k, v in m.items() if k != "n_docs"}
 
 
+def load_start_model(where: str):  # noqa: ANN201
+    from deid_core.engine.model import DeidModel
+
+    if where == "builtin":
+        from deid_core.synthetic.starter import ensure_starter
+
+        where = str(ensure_starter("en"))
+    return DeidModel.load(where)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-notes", type=int, default=150)
@@ -56,16 +66,21 @@ def main() -> int:
     ap.add_argument("--algorithm", default="ap")
     ap.add_argument("--max-iterations", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start-model", help="a model directory, or 'builtin' for the bundled English starter,"
+                    " instead of training a small one on --base-notes generator notes")
     args = ap.parse_args()
     mapping = yaml.safe_load((ROOT / "bench" / "presidio_to_i2b2.yaml").read_text("utf-8"))
     scheme = load_scheme("i2b2_2014")
     pool = apply_label_map(read_jsonl(DATA / "train.jsonl"), mapping)
     test = apply_label_map(read_jsonl(DATA / "dev.jsonl"), mapping)
     check_labels(pool + test, scheme.names, "presidio-synth")
-    ref = {"kind": "synthetic", "lang": "en", "n": args.base_notes, "seed": 1, "options": {}}
     t0, c0 = time.perf_counter(), time.process_time()
-    start = train_model(training_corpus({"corpus": ref}), lang="en", scheme=scheme,
-                        config=TrainConfig(max_iterations=args.base_iterations), corpus=ref)
+    if args.start_model:
+        start = load_start_model(args.start_model)
+    else:
+        ref = {"kind": "synthetic", "lang": "en", "n": args.base_notes, "seed": 1, "options": {}}
+        start = train_model(training_corpus({"corpus": ref}), lang="en", scheme=scheme,
+                            config=TrainConfig(max_iterations=args.base_iterations), corpus=ref)
     out: dict = {"settings": vars(args), "load_average": os.getloadavg(),
                  "start_model": {"train_wall": round(time.perf_counter() - t0, 1),
                                  "train_cpu": round(time.process_time() - c0, 1), **score(start, test)},

@@ -245,11 +245,26 @@ def load_word_list(path: str | Path, label: str | None = None, *, lang: str = "e
 
 
 def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
+    """Every phrase of every gazetteer with all its labels; the inputs are left as they are.
+
+    Works on the normalised tables directly: a training merges the built-in
+    lists (tens of thousands of phrases) with each fold's harvest, so going
+    through ``entries`` and ``add`` cost most of a second per training.
+    """
     out = Gazetteer()
     for gaz in gazetteers:
-        for label, phrases in gaz.entries().items():
-            for phrase in phrases:
-                out.add(label, phrase)
+        if not out._phrases:
+            out._phrases = dict(gaz._phrases)
+            out._label_sets = dict(gaz._label_sets)
+            out._max_len = dict(gaz._max_len)
+            out._pairs = set(gaz._pairs)
+            continue
+        for key, labels in gaz._phrases.items():
+            for label in labels:
+                out._add_label(key, label)
+        for first, longest in gaz._max_len.items():
+            if longest > out._max_len.get(first, 0):
+                out._max_len[first] = longest
     return out
 
 

@@ -24,9 +24,11 @@ in-loop crfsuite settings, same keep-only-if-better decision.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +60,8 @@ def training_corpus(model: Any) -> list[Document]:
         raise ModelError(f"model training corpus record is malformed: {type(ref).__name__}")
     kind = ref.get("kind")
     if kind == "synthetic":
-        from deid_core.synthetic import generate_notes
-
-        options = dict(ref.get("options") or {})
-        if "notes_per_patient" in options:
-            options["notes_per_patient"] = tuple(options["notes_per_patient"])
-        if "lang" in ref:
-            options.setdefault("lang", ref["lang"])
         try:
-            return generate_notes(int(ref["n"]), seed=int(ref["seed"]), **options)
+            return list(_generated_corpus(json.dumps(dict(ref), sort_keys=True)))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"model training corpus record is malformed: {exc}") from None
     if kind == "file":
@@ -85,6 +80,23 @@ def training_corpus(model: Any) -> list[Document]:
             )
         return read_jsonl(path)
     raise ModelError(f"model training corpus has unknown kind {kind!r}: use 'synthetic' or 'file'")
+
+
+@lru_cache(maxsize=2)
+def _generated_corpus(record: str) -> tuple[Document, ...]:
+    """The generator notes of a corpus record, kept for the next round in this process.
+
+    Only generated notes are kept (they hold no real PHI); a training file is read each time.
+    """
+    from deid_core.synthetic import generate_notes
+
+    ref = json.loads(record)
+    options = dict(ref.get("options") or {})
+    if "notes_per_patient" in options:
+        options["notes_per_patient"] = tuple(options["notes_per_patient"])
+    if "lang" in ref:
+        options.setdefault("lang", ref["lang"])
+    return tuple(generate_notes(int(ref["n"]), seed=int(ref["seed"]), **options))
 
 
 def candidate_config(base_config: Any, policy: RetrainPolicy) -> Any:
