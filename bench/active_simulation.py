@@ -230,6 +230,7 @@ def main() -> int:
             reach = points_to_reach(curve, target)
             trains = [p["train_seconds"] for p in curve if "train_seconds" in p]
             entry = {
+                "mean_strict_f1_over_curve": round(float(np.mean([p["strict_f1"] for p in curve])), 4),
                 "docs_to_95pct": reach,
                 "share_of_pool_to_95pct": round(reach / len(pool), 3) if reach else None,
                 "final": curve[-1],
@@ -238,6 +239,9 @@ def main() -> int:
             }
             if rand is not None and name != "random":
                 entry["beats_random_after_batch_3"] = beats_random(curve, rand)
+                # issue 13's target: the mean F1 over the whole curve beats random's
+                entry["mean_f1_beats_random"] = entry["mean_strict_f1_over_curve"] > round(
+                    float(np.mean([p["strict_f1"] for p in rand])), 4)
             summary["strategies"][name] = entry
         al_names = [n for n in summary["strategies"] if n != "random"]
         if al_names:
