@@ -82,7 +82,8 @@ class RetrainPolicy:
     reviewed_weight: int = 1  # each reviewed note counts this many times in training
     #: crfsuite settings of the in-loop candidate (a round must stay short);
     #: None keeps the active model's own setting. 5 passes of ``pa`` scored as
-    #: 10 did on the new-domain proxy at half the training time (docs/active.md).
+    #: 10 did on the new-domain proxy and keep a k-fold round on the bundled
+    #: starter's corpus under 30 s (docs/active.md, "Fast rounds").
     loop_algorithm: str | None = "pa"
     loop_iterations: int | None = 5
 
