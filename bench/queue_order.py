@@ -43,8 +43,9 @@ Measures (``confidence_measures`` in ``deid_core/learning/active.py`` unless mar
   tokens no predicted span covers), ``sent_*`` from the per-sentence
   log-probabilities, and with ``--committee DIR...`` ``com_*``: disagreement
   with CRFs trained on other samples of the training data (see each
-  function's docstring). ``--combine A B W`` adds ``combo``: (1 - W) x rank of A
-  + W x rank of B within the set (W chosen on out-of-fold train rows).
+  function's docstring). ``--combine A=0.85 B=0.15`` adds ``combo``: the
+  weighted sum of the measures' ranks within the set (weights chosen on
+  out-of-fold train rows, never on the set reported).
 
 F1 definitions: ``ours`` (strict span F1 of the note; a note with no gold and
 no predicted span scores 1, one with predictions but no gold scores 0) and
@@ -415,17 +416,17 @@ def spearman(x: Any, y: Any) -> float | None:
     return round(float(spearmanr(x, y).statistic), 4)
 
 
-def report(rows: list[dict[str, Any]], seed: int = 0, combine: tuple[str, str, float] | None = None,
+def report(rows: list[dict[str, Any]], seed: int = 0, combine: dict[str, float] | None = None,
            versus: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``combine=(A, B, W)`` adds ``combo`` (rank average); ``versus``: measures whose
-    difference from ``logprob_per_span`` gets a bootstrap interval too."""
+    """``combine={measure: weight}`` adds ``combo``, the weighted sum of the measures' ranks
+    within ``rows`` (divided by their number); ``versus``: measures whose difference from
+    ``logprob_per_span`` gets a bootstrap interval too."""
     f1 = np.array([r["f1"] for r in rows])
     has_gold = np.array([r["n_gold"] > 0 for r in rows])
     names = [k for k in rows[0]["measures"]]
     m = {k: np.array([r["measures"][k] for r in rows]) for k in names}
     if combine:
-        a, b, w = combine
-        m["combo"] = (1.0 - w) * rankdata(m[a]) / len(f1) + w * rankdata(m[b]) / len(f1)
+        m["combo"] = sum(w * rankdata(m[k]) / len(f1) for k, w in combine.items())
     rng = np.random.default_rng(seed)
     jitter = f1 + 1e-9 * rng.random(len(f1))
     boot = {}
@@ -487,14 +488,14 @@ def main() -> int:
                     help="divide emissions and transitions by this for the exact_* measures")
     ap.add_argument("--committee", nargs="+", default=None,
                     help="model directories of a committee (e.g. CRFs trained on halves of train): com_* measures")
-    ap.add_argument("--combine", nargs=3, default=None, metavar=("A", "B", "W"),
-                    help="add 'combo': (1 - W) x rank(A) + W x rank(B) within the set")
+    ap.add_argument("--combine", nargs="+", default=None, metavar="MEASURE=WEIGHT",
+                    help="add 'combo': the weighted sum of these measures' ranks within the set")
     ap.add_argument("--versus", nargs="+", default=(),
                     help="bootstrap the difference of these measures from logprob_per_span")
     ap.add_argument("--rows-out", default=None, help="write per-note rows (JSONL: id, F1, measures)")
     ap.add_argument("--from-rows", nargs="+", default=None, help="report on saved rows, pooled")
     args = ap.parse_args()
-    combine = (args.combine[0], args.combine[1], float(args.combine[2])) if args.combine else None
+    combine = {k: float(w) for k, w in (c.split("=", 1) for c in args.combine)} if args.combine else None
     versus = tuple(args.versus)
     if args.from_rows:
         pooled = [json.loads(line) for path in args.from_rows

@@ -96,9 +96,9 @@ def test_report_rank_combination() -> None:
              "measures": {"logprob": float(-k), "logprob_per_token": float(rng.random()),
                           "logprob_per_span": float(f + 0.1 * rng.random()), "b": float(f)}}
             for k, f in enumerate(f1)]
-    only_b = bench.report(rows, combine=("logprob_per_span", "b", 1.0), versus=("b",))
+    only_b = bench.report(rows, combine={"b": 1.0}, versus=("b",))
     assert only_b["spearman"]["combo"]["ours"] == pytest.approx(1.0)
-    only_a = bench.report(rows, combine=("logprob_per_span", "b", 0.0))
+    only_a = bench.report(rows, combine={"logprob_per_span": 1.0, "b": 0.0})
     assert only_a["spearman"]["combo"] == only_a["spearman"]["logprob_per_span"]
     low, high = only_b["bootstrap_95"]["b - logprob_per_span"][1:]
     assert 0.0 <= low <= high
