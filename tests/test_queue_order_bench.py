@@ -71,3 +71,34 @@ def test_span_the_tags_cannot_express_is_none() -> None:
     T = np.zeros((len(NAMES), len(NAMES)))
     probs, _, _ = bench.crf_span_probabilities(E, T, [(0, 2), (2, 4)], NAMES, [(0, 1, "Z"), (1, 2, "X")])
     assert probs == [None, None]  # no B-Z tag; a span across two CRF sequences
+
+
+def test_sentence_measures_count_expected_wrong_sentences() -> None:
+    bench = _bench()
+
+    class Pred:
+        sentence_logprobs = (np.log(0.9), np.log(0.4), 0.0)
+        spans = ("a", "b", "c")
+
+    got = bench.sentence_measures(Pred())
+    assert got["sent_expected_wrong"] == pytest.approx(-(0.1 + 0.6))
+    assert got["sent_expected_wrong_per_span"] == pytest.approx(-0.7 / 4)
+    assert got["sent_min_lp"] == pytest.approx(np.log(0.4))
+    assert got["sent_unsure"] == -1.0
+
+
+def test_report_rank_combination() -> None:
+    """``combo`` is the weighted rank average: at W = 1 it ranks as B does, at 0 as A does."""
+    bench = _bench()
+    rng = np.random.default_rng(0)
+    f1 = rng.random(40)
+    rows = [{"f1": float(f), "n_gold": 1,
+             "measures": {"logprob": float(-k), "logprob_per_token": float(rng.random()),
+                          "logprob_per_span": float(f + 0.1 * rng.random()), "b": float(f)}}
+            for k, f in enumerate(f1)]
+    only_b = bench.report(rows, combine={"b": 1.0}, versus=("b",))
+    assert only_b["spearman"]["combo"]["ours"] == pytest.approx(1.0)
+    only_a = bench.report(rows, combine={"logprob_per_span": 1.0, "b": 0.0})
+    assert only_a["spearman"]["combo"] == only_a["spearman"]["logprob_per_span"]
+    low, high = only_b["bootstrap_95"]["b - logprob_per_span"][1:]
+    assert 0.0 <= low <= high
