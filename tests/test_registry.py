@@ -150,16 +150,34 @@ def test_registry_uses_the_heldout_split_once_it_is_large_enough() -> None:
 
 def test_heldout_ignores_notes_the_active_model_trained_on() -> None:
     reviewed = [note(i) for i in range(60)]
+    held = {d.id for d in reviewed if is_heldout(d.id, 5)}
     active = label_trainer(reviewed)  # trained on everything, held-out notes included
+    policy = RetrainPolicy(min_heldout=5, folds=2)
     result = retrain(
         reviewed,
         trainer=label_trainer,
         active_model=active,
         active_train_ids=set(active.train_ids),
-        policy=RetrainPolicy(min_heldout=5, folds=2),
+        policy=policy,
     )
+    # The active model saw the held-out notes: they cannot judge it, so k-fold ...
     assert result.decision.comparison.method == "kfold"
-    assert len(result.train_ids) == 60
+    assert not set(result.decision.comparison.eval_ids) & held
+    # ... but the candidate leaves them out, so that once it is active they can.
+    assert len(held) >= 5 and not held & set(result.train_ids)
+    assert len(result.train_ids) == 60 - len(held)
+    nxt = retrain(reviewed, trainer=label_trainer, active_model=result.model,
+                  active_train_ids=set(result.train_ids), policy=policy)
+    assert nxt.decision.comparison.method == "heldout"
+    assert set(nxt.decision.comparison.eval_ids) == held
+
+
+def test_every_reviewed_note_trains_while_the_heldout_split_is_small() -> None:
+    reviewed = [note(i) for i in range(40)]
+    held = {d.id for d in reviewed if is_heldout(d.id, 5)}
+    result = retrain(reviewed, trainer=label_trainer, policy=RetrainPolicy(min_heldout=20, folds=2))
+    assert held and held <= set(result.train_ids)
+    assert result.decision.comparison.method == "kfold"
 
 
 def test_first_model_is_activated_with_its_kfold_scores() -> None:

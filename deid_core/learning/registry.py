@@ -64,7 +64,7 @@ class RetrainPolicy:
     tolerance_f1: float = 0.005  # a candidate may be this much worse on strict F1 ...
     tolerance_recall: float = 0.002  # ... and on character recall, and still be activated
     heldout_share: int = 5  # one reviewed note in this many is held out (by id hash)
-    min_heldout: int = 20  # below this many unseen held-out notes, use k-fold
+    min_heldout: int = 20  # from this many held-out notes they stop training; judged on once unseen
     folds: int = 3
     #: With at least this many reviewed notes the active model never trained
     #: on, the k-fold scores only those: the active model itself predicts them
@@ -381,10 +381,15 @@ def retrain(
     policy = policy or RetrainPolicy()
     t0 = time.perf_counter()
     # Notes in the held-out split never train a model once there are enough of
-    # them to judge by; before that every reviewed note is training data.
+    # them to judge by; before that every reviewed note is training data. Counted
+    # whether or not the active model saw them: an active model from the k-fold
+    # rounds trained on the held-out notes too, and waiting for enough unseen ones
+    # would keep every later round a k-fold one (a training per fold, each with
+    # the starter's whole corpus). The first candidate that leaves them out is
+    # still judged by k-fold; once it is active, the held-out notes are unseen
+    # and each round trains once.
     train_part, held = split_reviewed(reviewed, policy)
-    unseen_held = [d for d in held if d.id not in (active_train_ids or set())]
-    train_docs = list(train_part) if len(unseen_held) >= policy.min_heldout else list(reviewed)
+    train_docs = list(train_part) if len(held) >= policy.min_heldout else list(reviewed)
     if not train_docs:
         raise ValueError("no reviewed documents to train on")
     train_ids = {d.id for d in train_docs}
