@@ -166,6 +166,14 @@ def spans_as_token_ranges(tokens: Sequence[Token], spans: Iterable[Span]) -> lis
     return out
 
 
+#: One note or sentence as harvesting sees it: normalised words and its gold spans' token ranges.
+HarvestItem = tuple[list[str], list[tuple[int, int, str]]]
+
+
+def harvest_item(tokens: Sequence[Token], spans: Iterable[Span]) -> HarvestItem:
+    return [normalise(t.text) for t in tokens], spans_as_token_ranges(tokens, spans)
+
+
 def build_gazetteer(
     items: Iterable[tuple[Sequence[Token], Sequence[Span]]],
     *,
@@ -178,11 +186,20 @@ def build_gazetteer(
     Precision counts every occurrence of the phrase as a token sequence in the
     same items, so that a phrase which is PHI only now and then is left out.
     """
-    materialised = [(list(toks), list(spans)) for toks, spans in items]
+    return harvest_gazetteer(
+        (harvest_item(toks, spans) for toks, spans in items),
+        min_count=min_count, min_precision=min_precision, max_tokens=max_tokens,
+    )
+
+
+def harvest_gazetteer(
+    items: Iterable[HarvestItem], *, min_count: int = 2, min_precision: float = 0.5, max_tokens: int = 6
+) -> Gazetteer:
+    """``build_gazetteer`` over items already in harvest form (a training round keeps them per note)."""
+    materialised = list(items)
     as_label: Counter[tuple[tuple[str, ...], str]] = Counter()
-    for toks, spans in materialised:
-        words = [normalise(t.text) for t in toks]
-        for i, j, label in spans_as_token_ranges(toks, spans):
+    for words, ranges in materialised:
+        for i, j, label in ranges:
             if j - i <= max_tokens:
                 as_label[(tuple(words[i:j]), label)] += 1
     candidates = {phrase for (phrase, _), c in as_label.items() if c >= min_count}
@@ -191,8 +208,7 @@ def build_gazetteer(
     lengths = sorted({len(p) for p in candidates})
     firsts = {p[0] for p in candidates}
     seen: Counter[tuple[str, ...]] = Counter()
-    for toks, _ in materialised:
-        words = [normalise(t.text) for t in toks]
+    for words, _ in materialised:
         n = len(words)
         for i, w in enumerate(words):
             if w not in firsts:
@@ -252,7 +268,8 @@ def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
     through ``entries`` and ``add`` cost most of a second per training.
     """
     out = Gazetteer()
-    for gaz in gazetteers:
+    # The largest is copied whole and the others added to it; the union does not depend on the order.
+    for gaz in sorted(gazetteers, key=len, reverse=True):
         if not out._phrases:
             out._phrases = dict(gaz._phrases)
             out._label_sets = dict(gaz._label_sets)

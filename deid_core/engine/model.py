@@ -69,8 +69,10 @@ from deid_core.engine.features import (
 )
 from deid_core.engine.gazetteers import (
     Gazetteer,
-    build_gazetteer,
+    HarvestItem,
     builtin_gazetteer,
+    harvest_gazetteer,
+    harvest_item,
     load_word_list,
     merge_gazetteers,
 )
@@ -835,6 +837,7 @@ class _PreparedNote(NamedTuple):
     dropped: int
     rule_spans: list[Span]
     features: FoldFreeFeatures
+    harvest: HarvestItem
 
 
 class TrainingCache:
@@ -931,7 +934,7 @@ def train_model(
             found = rules.find(doc.text) if rules is not None else []
             note = _PreparedNote(
                 tok, alignment.tags, len(alignment.misaligned), len(alignment.dropped), found,
-                base_fx.fold_free_features(tok, found),
+                base_fx.fold_free_features(tok, found), harvest_item(tok.tokens, doc.spans),
             )
             if cache is not None:
                 cache.put(doc, note)
@@ -960,8 +963,8 @@ def train_model(
         user_gaz = merge_gazetteers(builtin_gazetteer(lang), user_gaz)
 
     def harvest(indices: Iterable[int]) -> Gazetteer:
-        return build_gazetteer(
-            ((tokenized[i].tokens, docs[i].spans) for i in indices),
+        return harvest_gazetteer(
+            (prepared[i].harvest for i in indices),
             min_count=config.gazetteer_min_count,
             min_precision=config.gazetteer_min_precision,
         )
