@@ -178,3 +178,38 @@ def test_seeds_are_confident_identifying_strings_and_digest_is_keyed(model_dir, 
     seeds = join_seeds([[(d.id, d.meta["patient_id"], label, v) for label, v in proc.seeds(d)] for d in docs])
     assert len(known_from_seeds(proc, seeds)) > 0
     assert seeds_digest(SECRET, seeds) != seeds_digest(b"another-secret-0123456789", seeds)
+
+
+def test_second_pass_reuses_the_first_pass_spans(model_dir, tmp_path, fixed_model, monkeypatch, capsys):
+    """Patient scope reads the input twice but tags each note once (``SpanReplay``)."""
+    fixed = DeidModel.predict
+    calls: list[str] = []
+
+    def counting(self, doc, bias=0.0):  # type: ignore[no-untyped-def]
+        calls.append(doc.id)
+        return fixed(self, doc, bias)
+
+    monkeypatch.setattr(DeidModel, "predict", counting)
+    rc, texts, _, _ = _run(model_dir, tmp_path, "patient")
+    assert rc == 0
+    assert sorted(calls) == sorted(d for d, *_ in NOTES)  # once each, not twice
+    assert json.loads(capsys.readouterr().out)["tagged_once"] == len(NOTES)
+    assert not _has(texts["a3"], "quartermaine")  # the replayed spans still seed and mask
+
+
+def test_span_replay_tags_again_a_note_it_did_not_record():
+    from deid_core.protect.deidentify import SpanReplay
+
+    a = Document("a", "Seen Ann Lee.", ())
+    b = Document("b", "Call Bo Ray.", ())
+    c = Document("c", "Met Cy Day.", ())
+    replay = SpanReplay()
+    replay.record(a, (Span(5, 8, "PATIENT", "crf:x", 0.875),))
+    replay.record(c, ())  # the first pass failed on b, so b was never recorded
+    replay.start_replay()
+    assert replay.take(a) == (Span(5, 8, "PATIENT", "crf:x", 0.875),)
+    assert replay.take(b) is None  # not the next recorded note: tagged again
+    assert replay.take(Document("c", "Met Cy Day, now longer.", ())) is None  # another text
+    assert replay.take(c) == ()
+    assert replay.take(a) is None and replay.reused == 2
+    replay.close()

@@ -141,7 +141,7 @@ def run_deidentify(args: argparse.Namespace) -> int:
         process_note,
         read_partition,
     )
-    from deid_core.protect.deidentify import Deidentifier
+    from deid_core.protect.deidentify import Deidentifier, SpanReplay
 
     secret, secret_path, created = secret_for(args.output, args.secret_file)
     # The same per-note path as the Dask batch job, so both give the same bytes.
@@ -167,14 +167,17 @@ def run_deidentify(args: argparse.Namespace) -> int:
     known = None
     if proc.needs_known:
         # First pass: the seeds of every note (memory: the distinct strings), in the
-        # order the Dask engine joins them, so both build the same index.
+        # order the Dask engine joins them, so both build the same index. Its spans
+        # are kept on disk and replayed, so the second pass does not tag again.
         known = proc.new_known()
+        proc.replay = SpanReplay()
         with tqdm(desc=f"gathering PHI strings ({args.scope} scope)", unit="part", total=len(specs),
                   file=sys.stderr) as gather_bar:
             for spec in specs:
                 for doc_id, patient, label, value in gather_partition(proc, spec, settings):
                     proc.add_seeds(known, doc_id, patient, [(label, value)])
                 gather_bar.update(1)
+        proc.replay.start_replay()
     bar = tqdm(desc="de-identifying", unit="doc", file=sys.stderr)
 
     def write(fh: Any) -> None:
@@ -195,6 +198,8 @@ def run_deidentify(args: argparse.Namespace) -> int:
         atomic_write_text(args.output, write)
     finally:
         bar.close()
+        if proc.replay is not None:
+            proc.replay.close()
     atomic_write_text(
         rejects_path, lambda fh: fh.writelines(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rejects)
     )
@@ -214,6 +219,8 @@ def run_deidentify(args: argparse.Namespace) -> int:
         "allow_leaks": args.allow_leaks, "ids": "kept" if args.keep_ids else "pseudonymised",
         "scope": args.scope, "masked_per_label": dict(sorted(by_label.items())),
         "masked": str(masked_path) if known is not None else None,
+        # notes whose first-pass spans the second pass reused instead of tagging again
+        "tagged_once": proc.replay.reused if proc.replay is not None else None,
     }
     print(json.dumps(summary, indent=1))
     print(

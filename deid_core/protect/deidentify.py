@@ -22,8 +22,10 @@ do not seed: they may come from low-confidence tags.
 
 from __future__ import annotations
 
+import json
+import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deid_core.corpus import document_to_dict
@@ -74,6 +76,53 @@ class NoteOutcome:
     masked: tuple[tuple[int, int, str], ...] = ()
 
 
+class SpanReplay:
+    """The first pass's spans, in input order, for the second pass to reuse.
+
+    Patient and corpus scope read the input twice, and tagging is most of
+    each pass. The first pass records every note's spans (offsets, labels,
+    sources and scores, with the note's id and length to recognise it, never
+    its text) in an anonymous temporary file, so memory does not grow with
+    the corpus; the second pass reads them back in the same order. A note the
+    first pass did not record (it failed there) is tagged again.
+    """
+
+    def __init__(self) -> None:
+        self._fh = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self._replaying = False
+        self._next: list[Any] | None = None
+        self.reused = 0
+
+    @property
+    def replaying(self) -> bool:
+        return self._replaying
+
+    def record(self, doc: Document, spans: tuple[Span, ...]) -> None:
+        rows = [[s.start, s.end, s.label, s.source, s.score] for s in spans]
+        self._fh.write(json.dumps([doc.id, len(doc.text), rows], ensure_ascii=False) + "\n")
+
+    def start_replay(self) -> None:
+        self._fh.seek(0)
+        self._replaying = True
+        self._advance()
+
+    def _advance(self) -> None:
+        line = self._fh.readline()
+        self._next = json.loads(line) if line else None
+
+    def take(self, doc: Document) -> tuple[Span, ...] | None:
+        """The recorded spans of ``doc`` if it is the next recorded note, else None."""
+        if self._next is None or self._next[0] != doc.id or self._next[1] != len(doc.text):
+            return None
+        spans = tuple(Span(a, b, label, source, score) for a, b, label, source, score in self._next[2])
+        self._advance()
+        self.reused += 1
+        return spans
+
+    def close(self) -> None:
+        self._fh.close()
+
+
 @dataclass
 class Deidentifier:
     """A loaded model with its operator settings and secret; holds no note text."""
@@ -90,6 +139,9 @@ class Deidentifier:
     #: The marginal probability at which a tagged span seeds the patient/corpus scope
     #: (None: the model's ``propagate_min_score``).
     seed_min_score: float | None = None
+    #: Set by a single-process run in patient or corpus scope: the first pass records
+    #: each note's spans and the second replays them instead of tagging again.
+    replay: SpanReplay | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -146,6 +198,16 @@ class Deidentifier:
 
     def predict(self, doc: Document) -> tuple[Span, ...]:
         """The model's spans for ``doc``, propagated within the note when propagation is on."""
+        if self.replay is not None and self.replay.replaying:
+            kept = self.replay.take(doc)
+            if kept is not None:
+                return kept
+        spans = self._tag(doc)
+        if self.replay is not None and not self.replay.replaying:
+            self.replay.record(doc, spans)
+        return spans
+
+    def _tag(self, doc: Document) -> tuple[Span, ...]:
         spans = self.model.predict(doc, bias=self.bias).spans
         if self.model.propagate:
             # Whatever is masked once is masked everywhere in the note: the leak check
