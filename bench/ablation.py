@@ -86,6 +86,15 @@ def score(model: DeidModel, dev: list, lang: str) -> dict[str, Any]:
     }
 
 
+def load_corpus(corpus: str, train_limit: int = 0, dev_limit: int = 0) -> tuple[str, Any, list, list]:
+    """``(lang, scheme, train, dev)`` of a benchmark corpus, each split cut to its first N notes (0: all)."""
+    settings = SETTINGS[corpus]
+    train = read_jsonl(DATA / corpus / "train.jsonl")
+    dev = read_jsonl(DATA / corpus / "dev.jsonl")
+    return (settings["lang"], load_scheme(settings["scheme"]),
+            train[:train_limit] if train_limit else train, dev[:dev_limit] if dev_limit else dev)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", choices=sorted(SETTINGS), default="meddocan")
@@ -95,14 +104,7 @@ def main() -> None:
     ap.add_argument("--char", default="{}", help="JSON CharCRFConfig changes")
     args = ap.parse_args()
     wanted = args.configs.split(",")
-    settings = SETTINGS[args.corpus]
-    lang, scheme = settings["lang"], load_scheme(settings["scheme"])
-    train = read_jsonl(DATA / args.corpus / "train.jsonl")
-    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")
-    if args.train_limit:
-        train = train[: args.train_limit]
-    if args.dev_limit:
-        dev = dev[: args.dev_limit]
+    lang, scheme, train, dev = load_corpus(args.corpus, args.train_limit, args.dev_limit)
     char_cfg = CharCRFConfig(**json.loads(args.char))
     base = TrainConfig()
     configs = {

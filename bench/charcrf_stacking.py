@@ -34,9 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ablation import DATA, SETTINGS, score  # noqa: E402
+from ablation import SETTINGS, load_corpus, score  # noqa: E402
 
-from deid_core.corpus import read_jsonl  # noqa: E402
 from deid_core.engine.charcrf import CharCRFConfig, train_char_crf  # noqa: E402
 from deid_core.engine.model import (  # noqa: E402
     DeidModel,
@@ -47,7 +46,6 @@ from deid_core.engine.model import (  # noqa: E402
     with_config,
 )
 from deid_core.engine.tokenize import tokenize  # noqa: E402
-from deid_core.schemes import load_scheme  # noqa: E402
 
 
 def cached_model(path: Path, train: list, idx: list[int], lang: str, scheme: Any, config: TrainConfig) -> DeidModel:
@@ -71,12 +69,7 @@ def main() -> None:
     ap.add_argument("--dev-limit", type=int, default=0)
     ap.add_argument("--no-baseline", action="store_true", help="skip scoring the token model alone")
     args = ap.parse_args()
-    settings = SETTINGS[args.corpus]
-    lang, scheme = settings["lang"], load_scheme(settings["scheme"])
-    train = read_jsonl(DATA / args.corpus / "train.jsonl")
-    dev = read_jsonl(DATA / args.corpus / "dev.jsonl")
-    if args.dev_limit:
-        dev = dev[: args.dev_limit]
+    lang, scheme, train, dev = load_corpus(args.corpus, dev_limit=args.dev_limit)
     cache = Path(args.cache)
     base = TrainConfig()
     model = cached_model(cache / "rules", train, list(range(len(train))), lang, scheme, base)
