@@ -3,7 +3,8 @@
 Every ``import`` in ``deid_core`` is read with ``ast``, including imports
 inside functions (a lazy import is still a dependency). Stages, lowest first:
 
-0. the shared ground: ``errors``, ``spans``, ``schemes``, ``corpus`` (one room)
+0. the shared ground: ``errors``, ``spans``, ``schemes``, ``corpus``, ``confidence``,
+   ``settings`` (one room)
 1. ``engine`` (detect)
 2. ``evaluation``, ``formats`` (built on detection's tokens and tags)
 3. ``synthetic`` (which trains and scores the starter model) and ``store`` (the annotation
@@ -22,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "deid_core"
 
 RANKS: dict[str, int] = {
-    "": 0, "errors": 0, "spans": 0, "schemes": 0, "corpus": 0, "confidence": 0,
+    "": 0, "errors": 0, "spans": 0, "schemes": 0, "corpus": 0, "confidence": 0, "settings": 0,
     "engine": 1,
     "evaluation": 2, "formats": 2,
     "synthetic": 3, "store": 3,

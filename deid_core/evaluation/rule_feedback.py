@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from deid_core.settings import SettingsPolicy
 from deid_core.spans import Span
 
 RULE_PREFIX = "rule:"
@@ -125,7 +126,7 @@ def rule_stats(pairs: Iterable[tuple[Sequence[Span], Sequence[Span]]]) -> dict[s
 
 
 @dataclass(frozen=True)
-class RuleFeedbackPolicy:
+class RuleFeedbackPolicy(SettingsPolicy):
     """Project settings for rule feedback; stored in the project's settings JSON.
 
     A rule is demoted when its strict precision on reviewed notes is below
@@ -146,15 +147,6 @@ class RuleFeedbackPolicy:
             raise ValueError(f"rule_min_decisions must be >= 1, got {self.rule_min_decisions}")
         if int(self.list_suggestion_min_notes) < 1:
             raise ValueError(f"list_suggestion_min_notes must be >= 1, got {self.list_suggestion_min_notes}")
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any] | None) -> RuleFeedbackPolicy:
-        """Build from a project's settings dict, ignoring keys that are not policy fields."""
-        names = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in (settings or {}).items() if k in names})
-
-    def to_settings(self) -> dict[str, Any]:
-        return asdict(self)
 
     def below(self, stats: RuleStats) -> bool:
         """Enough decisions, and precision under the threshold."""

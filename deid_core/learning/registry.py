@@ -23,9 +23,10 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from deid_core.settings import SettingsPolicy
 from deid_core.spans import Document
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ Trainer = Callable[[list[Document], "Progress | None"], Any]
 
 
 @dataclass(frozen=True)
-class RetrainPolicy:
+class RetrainPolicy(SettingsPolicy):
     """Project settings for retraining; stored in the project's settings JSON."""
 
     retrain_every: int = 20  # N, as the store's project default: retrain after N new reviews
@@ -100,15 +101,6 @@ class RetrainPolicy:
             raise ValueError(f"adaptation must be 'augment' or 'duplicate', got {self.adaptation!r}")
         if self.reviewed_weight < 1:
             raise ValueError(f"reviewed_weight must be >= 1, got {self.reviewed_weight}")
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any] | None) -> RetrainPolicy:
-        """Build from a project's settings dict, ignoring keys that are not policy fields."""
-        names = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in (settings or {}).items() if k in names})
-
-    def to_settings(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def should_retrain(n_new_reviewed: int, policy: RetrainPolicy) -> bool:
