@@ -934,7 +934,8 @@ def train_model(
             found = rules.find(doc.text) if rules is not None else []
             note = _PreparedNote(
                 tok, alignment.tags, len(alignment.misaligned), len(alignment.dropped), found,
-                base_fx.fold_free_features(tok, found), harvest_item(tok.tokens, doc.spans),
+                base_fx.fold_free_features(tok, found),
+                harvest_item(tok.tokens, doc.spans) if config.features.gazetteer else ([], []),
             )
             if cache is not None:
                 cache.put(doc, note)
