@@ -1,6 +1,6 @@
 """One retraining round on the starter's corpus plus N reviewed notes: prints JSON.
 
-    PYTHONPATH=. .venv/bin/python bench/retrain_round.py [--reviewed 30 200] [--model DIR]
+    PYTHONPATH=. .venv/bin/python bench/retrain_round.py [--reviewed 30 200] [--model DIR] [--full]
 
 Issue 13's round-time target: a round takes <= 30 s on one core for the
 starter's corpus plus 200 reviewed notes. Runs ``learning.retrain.retrain_round``
@@ -39,6 +39,8 @@ def main() -> int:
     ap.add_argument("--reviewed", type=int, nargs="+", default=[30, 200])
     ap.add_argument("--model", help="starting model directory (default: the bundled English starter)")
     ap.add_argument("--loop-iterations", type=int, help="override the policy's in-loop crfsuite passes")
+    ap.add_argument("--full", action="store_true",
+                    help="the full round (the policy's L-BFGS settings), as every full_every notes in the app")
     args = ap.parse_args()
     if args.model:
         model_dir = Path(args.model)
@@ -48,6 +50,8 @@ def main() -> int:
         model_dir = ensure_starter("en")
     active = DeidModel.load(model_dir)
     policy = RetrainPolicy()
+    if args.full:
+        policy = policy.full()
     if args.loop_iterations:
         policy = replace(policy, loop_iterations=args.loop_iterations)
     pool = generate_notes(max(args.reviewed), seed=777_001, families="dev", **REALISTIC)

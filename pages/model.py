@@ -38,6 +38,7 @@ trained_on = active.n_train_docs if active is not None else 0
 st.caption(
     f"Active model: **{active.version if active else 'none'}** · {counts['reviewed']} reviewed notes"
     f" · retraining policy: every {policy.retrain_every} newly reviewed notes"
+    + (f", with L-BFGS every {policy.full_every}" if policy.full_every else "")
 )
 
 JOB = f"model:{project.id}"
@@ -165,8 +166,14 @@ if st.button("Order the queue with this strategy", disabled=busy, key="apply_str
 with st.expander("Retraining policy"):
     every = st.number_input("Retrain after this many newly reviewed notes", 1, 10_000,
                             value=int(policy.retrain_every), key="retrain_every")
+    full_every = st.number_input(
+        "Use L-BFGS once this many notes were reviewed since the last L-BFGS model (0: never)", 0, 100_000,
+        value=int(policy.full_every), key="full_every",
+        help="Automatic rounds train with a fast algorithm to finish in about half a minute; an L-BFGS"
+             " round takes minutes but is usually a little more accurate.")
     if st.button("Save policy", key="save_policy"):
-        repo.update_project_settings(ctx.engine, project.name, {"retrain_every": int(every)}, actor=actor)
+        repo.update_project_settings(ctx.engine, project.name,
+                                     {"retrain_every": int(every), "full_every": int(full_every)}, actor=actor)
         st.success("Saved.")
 
 st.subheader("Rules")

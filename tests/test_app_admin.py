@@ -86,6 +86,23 @@ def test_retrain_then_roll_back(engine):
         assert new.metrics["evaluation"]["reason"].startswith("rejected")
 
 
+def test_model_page_saves_the_retraining_policy(engine):
+    at = app_as("ada", "admin", page="model")
+    assert not at.exception
+    at.number_input(key="retrain_every").set_value(7)
+    at.number_input(key="full_every").set_value(0)
+    at.button(key="save_policy").click().run()
+    assert not at.exception
+    settings = repo.get_project(engine, PROJECT).settings
+    assert (settings["retrain_every"], settings["full_every"]) == (7, 0)
+    at.run()  # the caption above the form shows the saved policy from the next run on
+    assert "with L-BFGS every" not in " ".join(texts(at.caption))
+    at.number_input(key="full_every").set_value(50)
+    at.button(key="save_policy").click().run()
+    at.run()
+    assert "with L-BFGS every 50" in " ".join(texts(at.caption))
+
+
 def test_users_page_creates_and_deactivates(engine):
     at = app_as("ada", "admin", page="users")
     at.text_input(key="new_username").input("nina")
@@ -145,7 +162,7 @@ def test_policy_triggers_retraining_after_enough_reviews(engine, monkeypatch):
 
     calls = []  # the retrain itself is covered above; here only the trigger
     monkeypatch.setattr(learning, "retrain_project",
-                        lambda engine, project, actor, progress=None: calls.append(project) or {})
+                        lambda engine, project, actor, full=False, progress=None: calls.append((project, full)) or {})
     # The 4 imported gold notes count as reviewed since the starter model.
     repo.update_project_settings(engine, PROJECT, {"retrain_every": 5})
     assert retrain_due(engine, PROJECT) is False
@@ -154,4 +171,12 @@ def test_policy_triggers_retraining_after_enough_reviews(engine, monkeypatch):
     assert retrain_due(engine, PROJECT) is True
     assert maybe_retrain(engine, PROJECT, "ada") is True
     job = wait(get_job(f"model:{repo.get_project(engine, PROJECT).id}"), timeout=30)
-    assert job.status == "done" and calls == [PROJECT]
+    assert job.status == "done" and calls == [(PROJECT, False)]
+    # Once full_every notes were reviewed since the last L-BFGS model, the round is a full one.
+    repo.update_project_settings(engine, PROJECT, {"full_every": 4})
+    repo.register_model_version(engine, PROJECT, version="fast-1", artifact_path="/nowhere",
+                                metrics={"n_reviewed": 0, "train_config": {"algorithm": "pa"}})
+    assert maybe_retrain(engine, PROJECT, "ada") is True
+    job = wait(get_job(f"model:{repo.get_project(engine, PROJECT).id}"), timeout=30)
+    assert job.status == "done" and job.label == "Automatic full retraining (L-BFGS)"
+    assert calls == [(PROJECT, False), (PROJECT, True)]

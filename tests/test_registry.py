@@ -255,6 +255,41 @@ def test_retrain_due_after_a_starter_model_trained_elsewhere(store) -> None:  # 
     assert retrain_due(store, "st")
 
 
+def test_full_retrain_due_counts_reviews_since_the_last_full_candidate(store) -> None:  # noqa: ANN001
+    from deid_core.learning.registry import full_retrain_due
+    from deid_core.store import repository as repo
+
+    repo.create_project(store, "fu", settings={"full_every": 3}, scheme=NAME_DATE)
+    # The starter was trained with L-BFGS outside the project: its baseline is 0 reviews.
+    repo.register_model_version(store, "fu", version="starter", artifact_path="/nowhere",
+                                hyperparams={"algorithm": "lbfgs"}, metrics={}, activate=True)
+    repo.import_documents(store, "fu", [note(i) for i in range(2)], annotations="gold")
+    assert not full_retrain_due(store, "fu")
+    repo.import_documents(store, "fu", [note(2)], annotations="gold")
+    assert full_retrain_due(store, "fu")
+    # fast candidates do not reset the count ...
+    repo.register_model_version(store, "fu", version="fast", artifact_path="/nowhere",
+                                hyperparams={"algorithm": "lbfgs"},
+                                metrics={"n_reviewed": 3, "train_config": {"algorithm": "pa"}}, activate=True)
+    assert full_retrain_due(store, "fu")
+    # ... a full one does, accepted or rejected
+    repo.register_model_version(store, "fu", version="full", artifact_path="/nowhere",
+                                metrics={"n_reviewed": 3, "train_config": {"algorithm": "lbfgs"}},
+                                activate=False)
+    assert not full_retrain_due(store, "fu")
+    repo.import_documents(store, "fu", [note(i) for i in range(3, 6)], annotations="gold")
+    assert full_retrain_due(store, "fu")
+    repo.update_project_settings(store, "fu", {"full_every": 0})
+    assert not full_retrain_due(store, "fu")
+
+
+def test_full_policy_swaps_in_the_full_crfsuite_settings() -> None:
+    policy = RetrainPolicy(full_iterations=40).full()
+    assert (policy.loop_algorithm, policy.loop_iterations) == ("lbfgs", 40)
+    with pytest.raises(ValueError, match="full_every"):
+        RetrainPolicy(full_every=-1)
+
+
 def test_kfold_scores_notes_the_active_model_never_saw_without_retraining_it() -> None:
     reviewed = [note(i) for i in range(24)]
     active = label_trainer(reviewed[:12])

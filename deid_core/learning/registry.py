@@ -23,7 +23,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from deid_core.settings import SettingsPolicy
@@ -44,6 +44,7 @@ __all__ = [
     "is_heldout",
     "learning_curve",
     "retrain",
+    "full_retrain_due",
     "retrain_due",
     "should_retrain",
     "split_reviewed",
@@ -87,6 +88,17 @@ class RetrainPolicy(SettingsPolicy):
     #: starter's corpus under 30 s (docs/active.md, "Fast rounds").
     loop_algorithm: str | None = "pa"
     loop_iterations: int | None = 5
+    #: The fast candidate trails an L-BFGS one a little (docs/active.md), so
+    #: once this many notes were reviewed since the last L-BFGS candidate (the
+    #: starter counts, with 0 reviews) the automatic round trains with
+    #: ``full_algorithm`` instead. 0 turns the automatic full retrain off.
+    full_every: int = 100
+    full_algorithm: str = "lbfgs"
+    full_iterations: int = 100
+
+    def full(self) -> RetrainPolicy:
+        """This policy with the full (slower, usually a little better) crfsuite settings."""
+        return replace(self, loop_algorithm=self.full_algorithm, loop_iterations=self.full_iterations)
 
     def __post_init__(self) -> None:
         if self.retrain_every < 1:
@@ -101,6 +113,10 @@ class RetrainPolicy(SettingsPolicy):
             raise ValueError(f"adaptation must be 'augment' or 'duplicate', got {self.adaptation!r}")
         if self.reviewed_weight < 1:
             raise ValueError(f"reviewed_weight must be >= 1, got {self.reviewed_weight}")
+        if self.full_every < 0:
+            raise ValueError(f"full_every must be >= 0, got {self.full_every}")
+        if self.full_iterations < 1:
+            raise ValueError(f"full_iterations must be >= 1, got {self.full_iterations}")
 
 
 def should_retrain(n_new_reviewed: int, policy: RetrainPolicy) -> bool:
@@ -478,3 +494,29 @@ def retrain_due(engine: Any, project: str) -> bool:
     # this project's reviews, so its baseline is 0, not its training-set size.
     seen = versions[-1].metrics.get("n_reviewed", 0)
     return should_retrain(n_reviewed - int(seen), policy)
+
+
+def trained_with(version: Any) -> str | None:
+    """The crfsuite algorithm a registered model version was trained with (None: unknown)."""
+    algo = (version.metrics.get("train_config") or {}).get("algorithm")
+    return algo or (version.hyperparams or {}).get("algorithm")
+
+
+def full_retrain_due(engine: Any, project: str) -> bool:
+    """True once ``full_every`` notes were reviewed since the last full-algorithm candidate.
+
+    Counted like :func:`retrain_due`, from the newest version trained with the
+    policy's ``full_algorithm`` (accepted or rejected, so a rejected full
+    candidate waits for the next ``full_every`` notes); a model registered from
+    outside the loop, such as the starter, used none of this project's reviews.
+    """
+    from deid_core.store import repository as repo
+
+    info = repo.get_project(engine, project)
+    policy = RetrainPolicy.from_settings(info.settings)
+    if policy.full_every == 0:
+        return False
+    n_reviewed = repo.count_documents(engine, project, ("reviewed",))
+    full = [v for v in repo.list_model_versions(engine, project) if trained_with(v) == policy.full_algorithm]
+    seen = int(full[-1].metrics.get("n_reviewed", 0)) if full else 0
+    return n_reviewed - seen >= policy.full_every

@@ -61,8 +61,9 @@ def retrain_project(
 ) -> dict[str, Any]:
     """Train, compare, register, maybe activate and re-predict; returns a summary (no text).
 
-    Automatic rounds use the policy's fast crfsuite settings (``loop_algorithm``);
-    ``full=True`` is the slower L-BFGS retrain on the same data, run on demand.
+    Rounds use the policy's fast crfsuite settings (``loop_algorithm``);
+    ``full=True`` is the slower L-BFGS retrain on the same data (``policy.full()``),
+    run on demand or, every ``full_every`` reviewed notes, by :func:`maybe_retrain`.
     """
     from deid_core.engine.model import DeidModel, TrainConfig
     from deid_core.learning.registry import RetrainPolicy
@@ -76,7 +77,7 @@ def retrain_project(
         raise DeidError("retraining needs at least 2 reviewed notes")
     policy = RetrainPolicy.from_settings(info.settings)
     if full:
-        policy = replace(policy, loop_algorithm="lbfgs", loop_iterations=APP_MAX_ITERATIONS)
+        policy = policy.full()
     if max_iterations is not None:
         policy = replace(policy, loop_iterations=max_iterations)
     say = _scale(progress, 0.0, 0.85)
@@ -111,9 +112,10 @@ def retrain_project(
                      after={**result.decision.to_audit(),
                             "adaptation": metrics["adaptation"],
                             "reviewed_weight": metrics["reviewed_weight"],
-                            "n_base_docs": metrics["n_base_docs"]})
+                            "n_base_docs": metrics["n_base_docs"],
+                            "train_config": metrics["train_config"]})
     summary: dict[str, Any] = {
-        "version": mv.version, "accepted": accepted, "reason": result.decision.reason,
+        "version": mv.version, "accepted": accepted, "reason": result.decision.reason, "full": full,
         "n_train_docs": len(result.train_ids), "seconds": round(result.seconds, 1),
         "repredicted": 0,
     }
@@ -271,7 +273,7 @@ def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
     ``actor`` is the user whose save this follows; the round itself runs as
     ``policy_actor(actor)``.
     """
-    from deid_core.learning.registry import retrain_due
+    from deid_core.learning.registry import full_retrain_due, retrain_due
     from deid_core.ui.jobs import get_job, start_job
 
     # Counted from the latest candidate, accepted or rejected, so a rejected
@@ -283,6 +285,10 @@ def maybe_retrain(engine: Engine, project: str, actor: str) -> bool:
     job = get_job(name)
     if job is not None and job.running:
         return False
-    start_job(name, "Automatic retraining",
-              lambda progress: retrain_project(engine, project, policy_actor(actor), progress=progress))
+    # Every ``full_every`` reviewed notes the round trains with L-BFGS instead:
+    # the fast candidate's small accuracy cost is not left standing for long.
+    full = full_retrain_due(engine, project)
+    start_job(name, "Automatic full retraining (L-BFGS)" if full else "Automatic retraining",
+              lambda progress: retrain_project(engine, project, policy_actor(actor), full=full,
+                                               progress=progress))
     return True
