@@ -259,8 +259,16 @@ def test_scope_identical_single_process_and_dask(model_dir, corpus, tmp_path, sc
                "--mode", "surrogate", "--scope", scope, "--secret-file", str(secret_file)])
     capsys.readouterr()
     out = tmp_path / "dask"
+    # An earlier run's first-pass spans (here: none for every note) must never be replayed.
+    stale = out / "_spans" / f"part-{plan_partitions([str(path)], 7)[0].part_id}.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("".join(json.dumps([d.id, len(d.text), []]) + "\n" for d in docs), "utf-8")
     summary = run_batch([str(path)], settings(model_dir, out, scope=scope), scheduler=scheduler, partition_size=7)
     assert summary.scope == scope and summary.partitions == 5
+    # The second pass took every note's spans from the first instead of tagging again,
+    # and the first pass's span files are gone once their partition is written.
+    assert summary.tagged_once == len(docs)
+    assert not (out / "_spans").exists()
     expected = sorted(_lines([local]), key=lambda r: r["id"])
     assert read_output(out) == expected and expected
     local_rejects = _lines([f"{local}.rejects.jsonl"])
@@ -277,4 +285,5 @@ def test_scope_identical_single_process_and_dask(model_dir, corpus, tmp_path, sc
         assert local_masked  # the tiny model misses names it tagged confidently elsewhere
     # A rerun with the same input resumes (the seeds' digest is in the fingerprint).
     again = run_batch([str(path)], settings(model_dir, out, scope=scope), scheduler=scheduler, partition_size=7)
-    assert again.partitions_skipped == 5
+    assert again.partitions_skipped == 5 and again.tagged_once is None
+    assert not (out / "_spans").exists()

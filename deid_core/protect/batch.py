@@ -43,7 +43,7 @@ from typing import Any
 from deid_core.corpus import atomic_write_text, document_from_dict
 from deid_core.engine.model import freeze_loaded_heap
 from deid_core.errors import CorpusFormatError, DeidError, ResumeMismatch
-from deid_core.protect.deidentify import Deidentifier
+from deid_core.protect.deidentify import Deidentifier, SpanReplay
 from deid_core.protect.leakcheck import KnownPhi
 from deid_core.protect.operators import patient_key_from_meta
 from deid_core.spans import Document
@@ -128,6 +128,9 @@ class BatchSummary:
     docs_per_second: float = 0.0
     model_loads: dict[str, int] = field(default_factory=dict)  # worker pid -> loads
     worker_peak_rss_mb: dict[str, float] = field(default_factory=dict)  # worker pid -> MiB
+    #: Patient/corpus scope: notes whose spans the second pass took from the first
+    #: pass instead of tagging them again (None: document scope, one pass).
+    tagged_once: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -421,8 +424,23 @@ def seeds_digest(secret: bytes, seeds: Sequence[Seed]) -> str:
 
 
 def _gather_part_list(specs: list[PartitionSpec], settings: BatchSettings) -> list[list[Seed]]:
+    """The first pass on a worker. Each partition's spans (ids, offsets, labels; no
+    text) are kept in the output folder for whichever worker runs its second pass."""
     proc = _processor(settings)
-    return [gather_partition(proc, spec, settings) for spec in specs]
+    out = []
+    for spec in specs:
+        path = _paths(settings, spec.part_id)["spans"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)  # never replay an earlier run's spans
+        tmp = path.with_name(f".{path.name}.tmp")
+        proc.replay = SpanReplay(tmp)
+        try:
+            out.append(gather_partition(proc, spec, settings))
+        finally:
+            proc.replay.close()
+            proc.replay = None
+        tmp.replace(path)
+    return out
 
 
 def _known(settings: BatchSettings, seeds: Sequence[Seed] | None) -> KnownPhi | None:
@@ -444,6 +462,7 @@ def _paths(settings: BatchSettings, part_id: str) -> dict[str, Path]:
         "rejects": out / "rejects" / f"part-{part_id}.jsonl",
         "stats": out / "_stats" / f"part-{part_id}.json",
         "masked": out / "masked" / f"part-{part_id}.jsonl",
+        "spans": out / "_spans" / f"part-{part_id}.jsonl",  # the first pass's, until the second ends
     }
 
 
@@ -490,6 +509,7 @@ def process_partition(
     if paths["stats"].is_file():
         stats = json.loads(paths["stats"].read_text("utf-8"))
         if stats.get("fingerprint") == fingerprint:
+            paths["spans"].unlink(missing_ok=True)
             stats["skipped"] = True
             return stats
         # run_batch refused or cleared mismatched partitions before starting; one that
@@ -502,17 +522,25 @@ def process_partition(
     rejects: list[Reject] = []
     masked: list[dict[str, Any]] = []
     labels: Counter[str] = Counter()
-    for item in read_partition(spec, settings):
-        if isinstance(item, Reject):
-            rejects.append(item)
-            continue
-        doc, patient = item
-        outcome = process_note(proc, spec, doc, patient, known, masked)
-        if isinstance(outcome, Reject):
-            rejects.append(outcome)
-            continue
-        labels.update(s["label"] for s in outcome["spans"])
-        records.append(outcome)
+    # This run's first pass wrote the partition's spans (only scoped runs have one).
+    replay = SpanReplay.from_file(paths["spans"]) if known is not None and paths["spans"].is_file() else None
+    proc.replay = replay
+    try:
+        for item in read_partition(spec, settings):
+            if isinstance(item, Reject):
+                rejects.append(item)
+                continue
+            doc, patient = item
+            outcome = process_note(proc, spec, doc, patient, known, masked)
+            if isinstance(outcome, Reject):
+                rejects.append(outcome)
+                continue
+            labels.update(s["label"] for s in outcome["spans"])
+            records.append(outcome)
+    finally:
+        proc.replay = None
+        if replay is not None:
+            replay.close()
     _write_records(paths["data"], records, settings.output_format)
     atomic_write_text(
         paths["rejects"],
@@ -534,9 +562,11 @@ def process_partition(
         "worker_peak_rss_mb": _peak_rss_mb(),
         "skipped": False,
         "fingerprint": fingerprint,
+        "tagged_once": replay.reused if replay is not None else None,
     }
     # Written last: its presence is what marks the partition done.
     atomic_write_text(paths["stats"], lambda fh: fh.write(json.dumps(stats, sort_keys=True)))
+    paths["spans"].unlink(missing_ok=True)
     return stats
 
 
@@ -689,6 +719,9 @@ def run_batch(
             cluster.close()
     summary = summarise(results, time.perf_counter() - started)
     summary.scope = settings.scope
+    spans_dir = Path(settings.output_dir) / "_spans"
+    if spans_dir.is_dir() and not any(spans_dir.iterdir()):
+        spans_dir.rmdir()
     return summary
 
 
@@ -707,6 +740,8 @@ def summarise(results: Sequence[dict[str, Any]], seconds: float) -> BatchSummary
             summary.partitions_skipped += 1
         else:
             summary.documents_this_run += r["documents"]
+            if r.get("tagged_once") is not None:
+                summary.tagged_once = (summary.tagged_once or 0) + r["tagged_once"]
             pid = str(r["pid"])
             loads[pid] = max(loads.get(pid, 0), r["model_loads"])
             peaks[pid] = max(peaks.get(pid, 0.0), r.get("worker_peak_rss_mb", 0.0))

@@ -23,10 +23,11 @@ do not seed: they may come from low-confidence tags.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from deid_core.corpus import document_to_dict
 from deid_core.engine.model import DeidModel
@@ -87,11 +88,25 @@ class SpanReplay:
     first pass did not record (it failed there) is tagged again.
     """
 
-    def __init__(self) -> None:
-        self._fh = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        """Record into an anonymous temporary file, or into ``path`` when another
+        process will replay it (the Dask engine's two passes run on any worker)."""
+        self._fh: IO[str] = (
+            tempfile.TemporaryFile(mode="w+", encoding="utf-8") if path is None
+            else open(path, "w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        )
         self._replaying = False
         self._next: list[Any] | None = None
         self.reused = 0
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> SpanReplay:
+        """A replay of the spans another process recorded at ``path``."""
+        replay = cls.__new__(cls)
+        replay._fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by close()
+        replay._next, replay.reused = None, 0
+        replay.start_replay()
+        return replay
 
     @property
     def replaying(self) -> bool:
