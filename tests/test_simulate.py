@@ -236,6 +236,31 @@ def test_one_retrain_path_for_app_and_simulation(tmp_path, monkeypatch, start_mo
     assert calls == [(start.version, 3, "augment"), (start.version, 3, "augment")]
 
 
+def test_simulation_runs_full_rounds_when_the_app_would(monkeypatch, start_model_dir, corpora) -> None:  # noqa: ANN001
+    """Every ``full_every`` labelled notes the round trains with the full algorithm, as
+    ``maybe_retrain`` does in the app (the starting model counts as a full one)."""
+    from deid_core.engine.model import DeidModel
+    from deid_core.learning import retrain as retrain_module
+    from deid_core.learning.registry import RetrainPolicy
+    from deid_core.learning.simulate import simulate_from_model
+
+    seen: list[tuple[int, str | None]] = []
+    real = retrain_module.retrain_round
+
+    def spy(reviewed, *, policy, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        seen.append((len(reviewed), policy.loop_algorithm))
+        return real(reviewed, policy=policy, **kwargs)
+
+    monkeypatch.setattr(retrain_module, "retrain_round", spy)
+    pool, test = corpora
+    policy = RetrainPolicy(folds=2, loop_iterations=3, full_every=8, full_iterations=5)
+    result = simulate_from_model(DeidModel.load(start_model_dir), pool[:12], test[:3], strategies=["random"],
+                                 batch=4, budget=12, policy=policy, full_pool=False)
+    assert seen == [(4, "pa"), (8, "lbfgs"), (12, "pa")]
+    curve = result["strategies"]["random"]["curve"]
+    assert [p.get("full") for p in curve] == [None, False, True, False]
+
+
 def test_simulate_starts_from_the_builtin_starter(corpora, tmp_path, capsys) -> None:  # noqa: ANN001
     """``--start-model builtin`` resolves the bundled starter for --lang (the test-size build)."""
     from deid_core.synthetic.starter import starter_dir

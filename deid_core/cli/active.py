@@ -81,6 +81,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--reviewed-weight", type=int, default=None, help="with --start-model: repeat count")
     p.add_argument("--folds", type=int, default=None, help="with --start-model: k of the k-fold comparison")
+    p.add_argument("--full-every", type=int, default=None,
+                   help="with --start-model: a full (L-BFGS) round once this many notes were labelled since"
+                        " the last one, as in the app (default: the retrain policy's; 0: never)")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 
@@ -128,7 +131,7 @@ def start_policy(args: argparse.Namespace) -> Any:
     changes: dict[str, Any] = {}
     for arg, name in (("algorithm", "loop_algorithm"), ("max_iterations", "loop_iterations"),
                       ("adaptation", "adaptation"), ("reviewed_weight", "reviewed_weight"),
-                      ("folds", "folds")):
+                      ("folds", "folds"), ("full_every", "full_every")):
         if getattr(args, arg) is not None:
             changes[name] = getattr(args, arg)
     return replace(RetrainPolicy(), **changes)

@@ -47,6 +47,7 @@ __all__ = [
     "full_retrain_due",
     "retrain_due",
     "should_retrain",
+    "should_retrain_full",
     "split_reviewed",
 ]
 
@@ -122,6 +123,11 @@ class RetrainPolicy(SettingsPolicy):
 def should_retrain(n_new_reviewed: int, policy: RetrainPolicy) -> bool:
     """True once N notes have been reviewed since the last retrain."""
     return n_new_reviewed >= policy.retrain_every
+
+
+def should_retrain_full(n_since_full: int, policy: RetrainPolicy) -> bool:
+    """True once ``full_every`` notes were reviewed since the last full-algorithm model."""
+    return policy.full_every > 0 and n_since_full >= policy.full_every
 
 
 def is_heldout(doc_id: str, share: int) -> bool:
@@ -519,4 +525,4 @@ def full_retrain_due(engine: Any, project: str) -> bool:
     n_reviewed = repo.count_documents(engine, project, ("reviewed",))
     full = [v for v in repo.list_model_versions(engine, project) if trained_with(v) == policy.full_algorithm]
     seen = int(full[-1].metrics.get("n_reviewed", 0)) if full else 0
-    return n_reviewed - seen >= policy.full_every
+    return should_retrain_full(n_reviewed - seen, policy)

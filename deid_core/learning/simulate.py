@@ -149,6 +149,8 @@ def summarise(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
             # kept by the registry in every repeat; the share says how often
             point["accepted"] = all(p["accepted"] for p in points)
             point["accepted_share"] = float(np.mean([bool(p["accepted"]) for p in points]))
+        if all("full" in p for p in points):
+            point["full"] = bool(points[0]["full"])  # the schedule, hence the round kind, is shared
         secs = [p["train_seconds"] for p in points if "query_seconds" in p]
         if secs:
             point["train_seconds"] = float(np.mean(secs))
@@ -348,12 +350,19 @@ def _start_run(
     candidates: int | None,
     tick: Callable[[str], None],
 ) -> list[dict[str, Any]]:
-    """One strategy from the starting model: query a batch, run the app's retrain round, score."""
+    """One strategy from the starting model: query a batch, run the app's retrain round, score.
+
+    As in the app, a round is a full (L-BFGS) one once the policy's
+    ``full_every`` notes were labelled since the last full candidate; the
+    starting model counts as one, trained before any note was labelled.
+    """
+    from deid_core.learning.registry import should_retrain_full
     from deid_core.learning.retrain import retrain_round
 
     info = get_strategy(name)
     active, active_ids = start_model, set()
     labelled: list[int] = []
+    last_full = 0
     unlabelled = np.arange(len(pool))
     curve = [{"docs": 0, "tokens": 0, **start_scores, "accepted": True, "round_seconds": 0.0,
               "train_seconds": 0.0}]
@@ -368,10 +377,13 @@ def _start_run(
         chosen = offered[np.asarray(local, dtype=int)]
         labelled.extend(int(i) for i in chosen)
         unlabelled = np.setdiff1d(unlabelled, chosen)
+        full = should_retrain_full(len(labelled) - last_full, policy)
+        if full:
+            last_full = len(labelled)
         t0, c0 = time.perf_counter(), time.process_time()
         result = retrain_round(
-            [pool[i] for i in labelled], active_model=active, policy=policy, lang=lang,
-            active_train_ids=active_ids, base_docs=base,
+            [pool[i] for i in labelled], active_model=active, policy=policy.full() if full else policy,
+            lang=lang, active_train_ids=active_ids, base_docs=base,
         )
         round_seconds = time.perf_counter() - t0
         round_cpu = time.process_time() - c0
@@ -384,6 +396,7 @@ def _start_run(
             **scores,
             "accepted": result.decision.accepted,
             "reason": result.decision.reason,
+            "full": full,
             "round_seconds": round(round_seconds, 3),
             "round_cpu_seconds": round(round_cpu, 3),  # one core's share on a busy machine
             "train_seconds": float(result.metrics.get("train_seconds", 0.0)),
