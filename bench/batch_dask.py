@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="reuse a model directory instead of training one")
     ap.add_argument("--scope", default="document", choices=("document", "patient", "corpus"))
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], choices=(1, 2))
+    ap.add_argument("--secret-hex", default=None, help="fixed project secret (to compare outputs across runs)")
     args = ap.parse_args()
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="deid-bench-dask-"))
@@ -57,7 +58,7 @@ def main() -> None:
     chars = corpus.stat().st_size
 
     runs: dict[int, dict] = {}
-    secret = secrets.token_hex(32)
+    secret = args.secret_hex or secrets.token_hex(32)
     for workers in args.workers:
         out = work / f"out-{workers}"
         settings = BatchSettings(model_dir=str(model_dir), output_dir=str(out), mode="surrogate",
