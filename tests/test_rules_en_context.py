@@ -24,6 +24,7 @@ from deid_core.spans import Document, Span
 
 CHALLENGE = Path(__file__).parent / "fixtures" / "english_challenge.jsonl"
 CHALLENGE_2 = Path(__file__).parent / "fixtures" / "english_challenge_2.jsonl"
+CHALLENGE_3 = Path(__file__).parent / "fixtures" / "english_challenge_3.jsonl"
 NAMES = {"DOCTOR", "PATIENT"}
 PLACES = {"HOSPITAL", "CITY", "STATE", "STREET"}
 
@@ -66,6 +67,10 @@ CREDENTIALS_AND_ROLES = [
     ("sw ana to see in am", [("ana", "DOCTOR")]),
     ("CM Lorraine working on it", [("Lorraine", "DOCTOR")]),
     ("Chaplain Rev. Obi visited", [("Obi", "DOCTOR")]),
+    ("Ingrid Solheim, CRNA  pgr", [("Ingrid Solheim", "DOCTOR")]),
+    ("Surgeon: Raghunathan. Assist: Pell.", [("Raghunathan", "DOCTOR"), ("Pell", "DOCTOR")]),
+    ("SCRUB RN: GALLAGHER", [("GALLAGHER", "DOCTOR")]),
+    ("Assist: none. Anesthesia: general ETT", []),
     # a credential glued to a word is not a signature; a role word is not a name
     ("Deborah Klein, LICSW x4-7721", [("Deborah Klein", "DOCTOR")]),
     ("Ordering MD: Lee", []),
@@ -105,6 +110,9 @@ FACILITIES_AND_PLACES = [
     ("PT TRANSFERRED FROM ST. ELIZABETH'S ON", [("ST. ELIZABETH'S", "HOSPITAL")]),
     ("CM called VNA of Boston intake", [("VNA of Boston", "HOSPITAL")]),
     ("records from Lahey Clinic.", [("Lahey Clinic", "HOSPITAL")]),
+    ("Rec: Harborview Acute Rehab vs home", [("Harborview Acute Rehab", "HOSPITAL")]),
+    ("home with boston home infusion for abx", [("boston home infusion", "HOSPITAL")]),
+    ("Active w/ Cape Ann Elder Services.", [("Cape Ann Elder Services", "HOSPITAL")]),
     ("lives in quincy with wife", [("quincy", "CITY")]),
     ("lives alone in Revere and", [("Revere", "CITY")]),
     ("Son lives in Tampa, FL.", [("Tampa", "CITY"), ("FL", "STATE")]),
@@ -392,6 +400,21 @@ def test_challenge_set_2_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> 
     _assert_floors(rules, docs, recall=0.90, precision=0.96, per_category={
         "clinician_name": 0.97, "relative_name": 0.97, "patient_surname": 0.95, "date": 0.97,
         "phone": 0.97, "place": 0.80, "facility": 0.70})
+
+
+def test_challenge_set_3_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> None:
+    """The rules+lexicon layer alone, on the third hand-written set (32 notes).
+
+    Written and scored before any rule was changed for it: 0.7423 recall,
+    0.9737 precision then (the starter: 0.8005 / 0.9565 at bias 0). After the
+    credential, procedure-role and facility-word rules 0.8224 / 0.9762; the set
+    is no longer held out, so this floor guards against regressions only.
+    """
+    docs = read_jsonl(CHALLENGE_3)
+    assert len(docs) >= 30
+    _assert_floors(rules, docs, recall=0.80, precision=0.96, per_category={
+        "clinician_name": 0.95, "relative_name": 0.97, "patient_surname": 0.95, "date": 0.97,
+        "phone": 0.97, "place": 0.90, "facility": 0.45})
 
 
 def test_visible_chars_ignore_whitespace() -> None:

@@ -467,18 +467,23 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
     # the cue may be two words ("medical center", "nursing home", "family medicine")
-    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional"}:
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder"}:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
     # A practice is named after its place or founder and may carry its specialty
-    # ("Wellesley Cardiology Associates"); a clinic named by its specialty alone is a department.
+    # ("Wellesley Cardiology Associates"), and so may a facility ("Harborview Acute
+    # Rehab"): a department word is allowed beside a word that is in no common-word,
+    # stop-word or department list. A clinic named by its specialty alone is a department.
     practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
+    named = any(
+        w.lower() not in lexicon.department and lexicon.classify(w) not in (COMMON, STOP) for w in cue_free
+    )
     evidence = False
     for word in cue_free:
         low = word.lower()
         if low in lexicon.department:
-            if practice:
+            if practice or named:
                 continue
             return False
         kind = lexicon.classify(word)
