@@ -65,3 +65,12 @@ def app_as(username: str | None, role: str = "reviewer", page: str | None = None
 
 def texts(elements: Any) -> list[str]:
     return [str(e.value) for e in elements]
+
+
+def save_settings(at: AppTest, engine: Any, values: dict[str, Any], button: str) -> dict[str, Any]:
+    """Set number inputs (by key), press ``button`` and return the project's stored settings."""
+    for key, value in values.items():
+        at.number_input(key=key).set_value(value)
+    at.button(key=button).click().run()
+    assert not at.exception
+    return repo.get_project(engine, PROJECT).settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import PROJECT, app_as, seed_store, texts
+from app_support import PROJECT, app_as, save_settings, seed_store, texts
 
 from deid_core.engine.model import TrainConfig, train_model
 from deid_core.schemes import load_scheme
@@ -89,11 +89,7 @@ def test_retrain_then_roll_back(engine):
 def test_model_page_saves_the_retraining_policy(engine):
     at = app_as("ada", "admin", page="model")
     assert not at.exception
-    at.number_input(key="retrain_every").set_value(7)
-    at.number_input(key="full_every").set_value(0)
-    at.button(key="save_policy").click().run()
-    assert not at.exception
-    settings = repo.get_project(engine, PROJECT).settings
+    settings = save_settings(at, engine, {"retrain_every": 7, "full_every": 0}, "save_policy")
     assert (settings["retrain_every"], settings["full_every"]) == (7, 0)
     at.run()  # the caption above the form shows the saved policy from the next run on
     assert "with L-BFGS every" not in " ".join(texts(at.caption))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from app_support import PROJECT, app_as, texts
+from app_support import PROJECT, app_as, save_settings, texts
 from rule_feedback_support import seed
 
 from deid_core.store import repository as repo
@@ -67,11 +67,8 @@ def test_model_page_rule_table_demote_and_undo(engine) -> None:  # type: ignore[
 
 def test_rule_settings_are_saved(engine) -> None:  # type: ignore[no-untyped-def]
     at = app_as("ada", "admin", page="model")
-    at.number_input(key="rule_min_precision").set_value(0.0)
-    at.number_input(key="rule_min_decisions").set_value(5)
-    at.button(key="save_rule_settings").click().run()
-    assert not at.exception
-    settings = repo.get_project(engine, PROJECT).settings
+    settings = save_settings(at, engine, {"rule_min_precision": 0.0, "rule_min_decisions": 5},
+                             "save_rule_settings")
     assert (settings["rule_min_precision"], settings["rule_min_decisions"]) == (0.0, 5)
     at.run()
     # Precision 0 is never below 0: nothing is below the threshold any more.
