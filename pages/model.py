@@ -180,7 +180,8 @@ st.subheader("Rules")
 feedback = session_feedback(st.session_state, ctx.engine, project.name, actor)
 rp = feedback.policy
 st.caption(
-    f"What reviewers did to each rule's spans on {feedback.n_notes} reviewed notes: kept, relabelled,"
+    f"What reviewers did to each rule's spans on {feedback.n_notes} reviewed notes that started from a"
+    " model's prediction (imported gold has none): kept, relabelled,"
     f" reshaped (other boundaries) or deleted. Precision is kept / decisions. At each retrain a rule"
     f" below {rp.rule_min_precision:.0%} after at least {rp.rule_min_decisions} decisions is demoted:"
     " it no longer tags on its own in this project, but still helps the CRF as a feature. An undo"
