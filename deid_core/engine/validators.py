@@ -232,12 +232,16 @@ def month_year_short(text: str, match: re.Match[str] | None = None) -> bool:
     return _no_cue_before(_SCORE_CONTEXT, match, 30)
 
 
+# A preposition of time right before "10/1" makes it a date whatever came before ("down from 64 kg on 10/1").
+_DATE_CUE = re.compile(r"(?i:\b(?:on|since|as\s+of|dated|effective|starting|started)[ \t]+)$")
+
+
 @register("short_date")
 def short_date(text: str, match: re.Match[str] | None = None) -> bool:
-    """A yearless "9/14": calendar-valid and not right after a score word ("Pain is 7/10")."""
+    """A yearless "9/14": calendar-valid and not right after a score word ("Pain is 7/10") unless "on" or "since" precedes it."""
     if match is None or not valid_date(text, match):
         return False
-    return _no_cue_before(_SCORE_CONTEXT, match, 30)
+    return not _no_cue_before(_DATE_CUE, match, 16) or _no_cue_before(_SCORE_CONTEXT, match, 30)
 
 
 # Cues after which a phone-shaped number belongs to another rule (fax, record, episode).
@@ -388,13 +392,20 @@ def person_signature(text: str, match: re.Match[str] | None = None) -> bool:
 
 
 _ORG_GLUE = frozenset({"of", "the", "and", "&", "for", "at"})
+# Two letters, or clinical shorthand ending in x ("Cx", "BCx", "Hx"): no organisation alone.
+_SHORTHAND_X = re.compile(r"^(?:\w{1,2}|[A-Z]{0,2}x)$")
+_US_STATE_CODES = frozenset(
+    "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC"
+    " ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY".split()
+)
 
 
 @register("organisation_name")
 def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
     """An employer, agency or facility after a cue ("worked at General Dynamics", "through Lincare", "kindred liaison").
 
-    No word may be a stop word; at least one word that is not a department
+    No word may be a stop word, and one word alone needs three letters and may
+    not be shorthand such as "BCx"; a state code may end the name ("BCBS MA"). At least one word that is not a department
     word ("general", "care") must be a name, a place, a word in no list, or (in
     a mixed-case line) a capitalised word. Acronyms of three letters or more count in a capitals line, and of
     four or more elsewhere ("PVTA"; not "ABG").
@@ -406,14 +417,18 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
     if not words:
         return False
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
-    if len(words) == 1 and lexicon.classify(words[0]) == COMMON:
-        return False  # "Insurance pending", "Oxygen through"
+    if len(words) == 1 and (lexicon.classify(words[0]) == COMMON or _SHORTHAND_X.match(words[0])):
+        return False  # "Insurance pending", "Oxygen through", "Cx pending", "BCx pending"
     evidence = False
     for i, word in enumerate(words):
         low = word.lower()
         if low in _ORG_GLUE and 0 < i < len(words) - 1:
             continue
         if low in lexicon.department:  # "General Dynamics", "Life Care Center": no evidence, no veto
+            continue
+        if low == "plan" and i > 0 and words[i - 1].lower() == "health":  # "Tufts Health Plan"
+            continue
+        if i == len(words) - 1 and i > 0 and word in _US_STATE_CODES:  # "BCBS MA": the plan's state
             continue
         kind = lexicon.classify(word)
         acronym = word.isupper() and len(word) >= (3 if caps else 4)
