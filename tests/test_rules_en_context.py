@@ -25,6 +25,7 @@ from deid_core.spans import Document, Span
 CHALLENGE = Path(__file__).parent / "fixtures" / "english_challenge.jsonl"
 CHALLENGE_2 = Path(__file__).parent / "fixtures" / "english_challenge_2.jsonl"
 CHALLENGE_3 = Path(__file__).parent / "fixtures" / "english_challenge_3.jsonl"
+CHALLENGE_4 = Path(__file__).parent / "fixtures" / "english_challenge_4.jsonl"
 NAMES = {"DOCTOR", "PATIENT"}
 PLACES = {"HOSPITAL", "CITY", "STATE", "STREET"}
 
@@ -449,6 +450,21 @@ def test_challenge_set_3_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> 
     _assert_floors(rules, docs, recall=0.80, precision=0.96, per_category={
         "clinician_name": 0.95, "relative_name": 0.97, "patient_surname": 0.95, "date": 0.97,
         "phone": 0.97, "place": 0.90, "facility": 0.45})
+
+
+def test_challenge_set_4_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> None:
+    """The rules+lexicon layer alone, on the fourth hand-written set (28 notes).
+
+    Scored before any rule was changed for it: 0.6933 recall, 0.9844
+    precision. After the fourth round (written against its misses) 0.7682 /
+    0.9884; the set is no longer held out, so this floor guards against
+    regressions only.
+    """
+    docs = read_jsonl(CHALLENGE_4)
+    assert len(docs) >= 28
+    _assert_floors(rules, docs, recall=0.76, precision=0.97, per_category={
+        "clinician_name": 0.95, "relative_name": 0.97, "date": 0.97, "phone": 0.97, "place": 0.97,
+        "facility": 0.40})
 
 
 def test_visible_chars_ignore_whitespace() -> None:
