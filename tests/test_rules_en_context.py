@@ -236,6 +236,7 @@ ROUND4_NAMES = [
     ("d/w Haruto Sato (RN), agrees", [("Haruto Sato", "DOCTOR")]),
     ("Anesthesia: MAC (Dr. Vandersloot).", [("Vandersloot", "DOCTOR")]),
     ("RT: Temitope (pgr 41220)", [("Temitope", "DOCTOR")]),
+    ("Swallow eval done.\nR. Okonjo, MS, CCC-SLP", [("R. Okonjo", "DOCTOR")]),
     # not names: a role alone, a language after an interpreter, a patient before a role
     ("pt (MICU resident aware) stable; Cardiology (fellow) aware", []),
     ("Spanish interpreter used; interpreter Portuguese at bedside", []),
@@ -251,6 +252,11 @@ ROUND4_PLACES = [
     ("CABG 2014 at Lahey Clinic; R TKA 3/2019 at Emerson", [("Lahey Clinic", "HOSPITAL"), ("Emerson", "HOSPITAL")]),
     ("ambulating since 2015 at home with a cane", []),
     ("BCx pending, Cx pending, UA pending", []),
+    ("pcp dr ibsen at fenway health aware of plan", [("fenway health", "HOSPITAL")]),
+    ("Pt follows at Dana Farber for chemo", [("Dana Farber", "HOSPITAL")]),
+    ("seen at home by VNA; followed at clinic q3mo; seen at Cardiology Associates", []),
+    ("Rx at Walgreens Pharmacy; prior stay at Good Samaritan Deaconess", [
+        ("Walgreens Pharmacy", "HOSPITAL"), ("Good Samaritan Deaconess", "HOSPITAL")]),
 ]
 ROUND4_DATES = [
     ("Wt 61 kg, down from 66 kg on 9/28.", [("9/28", "DATE")]),

@@ -442,6 +442,27 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+# Words that name a kind of practice, not which one ("Cardiology Associates").
+_PRACTICE_WORDS = frozenset({"associates", "partners", "group", "practice", "physicians", "doctors"})
+
+
+@register("care_facility")
+def care_facility(text: str, match: re.Match[str] | None = None) -> bool:
+    """Where a patient gets care ("f/u at harvard vanguard"): an organisation with a word of its own.
+
+    As ``organisation_name``, and some word must be neither a department word
+    nor a practice word: "seen at Cardiology Associates" names no practice.
+    """
+    from deid_core.engine.lexicons import load_lexicon
+
+    if not organisation_name(text, match):
+        return False
+    lexicon = load_lexicon("en")
+    return any(
+        w.lower() not in lexicon.department and w.lower() not in _PRACTICE_WORDS for w in _NAME_WORD.findall(text)
+    )
+
+
 @register("place_name")
 def place_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A place after "lives in", "moved to": a lexicon place, or capitalised words that are not stop words."""
