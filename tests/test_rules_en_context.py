@@ -462,15 +462,15 @@ def test_challenge_set_4_recall_floor_for_rules_and_lexicons(rules: RuleSet) -> 
     """The rules+lexicon layer alone, on the fourth hand-written set (28 notes).
 
     Scored before any rule was changed for it: 0.6933 recall, 0.9844
-    precision. After the fourth round (written against its misses) 0.7682 /
-    0.9884; the set is no longer held out, so this floor guards against
+    precision. After the fourth round (written against its misses) 0.812 /
+    0.989; the set is no longer held out, so this floor guards against
     regressions only.
     """
     docs = read_jsonl(CHALLENGE_4)
     assert len(docs) >= 28
-    _assert_floors(rules, docs, recall=0.76, precision=0.97, per_category={
-        "clinician_name": 0.95, "relative_name": 0.97, "date": 0.97, "phone": 0.97, "place": 0.97,
-        "facility": 0.40})
+    _assert_floors(rules, docs, recall=0.80, precision=0.97, per_category={
+        "clinician_name": 0.98, "relative_name": 0.97, "date": 0.97, "phone": 0.97, "place": 0.97,
+        "facility": 0.50})
 
 
 def test_visible_chars_ignore_whitespace() -> None:
