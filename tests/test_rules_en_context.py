@@ -254,6 +254,8 @@ ROUND4_PLACES = [
     ("BCx pending, Cx pending, UA pending", []),
     ("pcp dr ibsen at fenway health aware of plan", [("fenway health", "HOSPITAL")]),
     ("Pt follows at Dana Farber for chemo", [("Dana Farber", "HOSPITAL")]),
+    # a match the validator rejects ("LTACH and Oak Hill Healthcare") no longer hides the valid one inside it
+    ("referred for LTACH and Oak Hill Healthcare as backup", [("Oak Hill Healthcare", "HOSPITAL")]),
     ("seen at home by VNA; followed at clinic q3mo; seen at Cardiology Associates", []),
     ("Rx at Walgreens Pharmacy; prior stay at Good Samaritan Deaconess", [
         ("Walgreens Pharmacy", "HOSPITAL"), ("Good Samaritan Deaconess", "HOSPITAL")]),

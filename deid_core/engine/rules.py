@@ -187,14 +187,21 @@ class Rule:
         group = self.group
         source = self.source
         regions = ((0, len(text)),) if windows is None else windows
+        search = self.pattern.search
         for lo, hi in regions:
-            for match in self.pattern.finditer(text, lo, hi):
+            pos = lo
+            while pos <= hi and (match := search(text, pos, hi)) is not None:
                 start, end = match.span(group)
                 if start < 0 or start >= end:
+                    pos = max(match.end(), match.start() + 1)
                     continue
                 if check is not None and not check(text[start:end], match):
+                    # A rejected match may hide a valid shorter one inside it ("LTACH and
+                    # Radius Healthcare"): search again from the next character.
+                    pos = match.start() + 1
                     continue
                 yield Span(start, end, self.label, source, self.score)
+                pos = max(match.end(), match.start() + 1)
 
 
 _WORD_EDGE = "\\b"
