@@ -9,8 +9,8 @@
 Prints one JSON object. Data sets: the hand-written challenge set
 (tests/fixtures/english_challenge.jsonl), the second hand-written set
 (english_challenge_2.jsonl, held out until its first score), the third
-(english_challenge_3.jsonl) and fourth (english_challenge_4.jsonl; session 6 of issue 13,
-the same way), ``--dev-families N`` notes from the
+(english_challenge_3.jsonl), fourth (english_challenge_4.jsonl; session 6 of issue 13,
+the same way) and fifth (english_challenge_5.jsonl; session 7, held out), ``--dev-families N`` notes from the
 generator's dev template families (wording the starter never trained on, other
 patients: seed 777_001, not the starter's own dev seed), presidio-synth dev
 (read from ``--data``, never copied), and any ``--dev PATH`` JSONL. Without
@@ -57,7 +57,8 @@ CHALLENGE = ROOT / "tests" / "fixtures" / "english_challenge.jsonl"
 CHALLENGE_2 = ROOT / "tests" / "fixtures" / "english_challenge_2.jsonl"
 CHALLENGE_3 = ROOT / "tests" / "fixtures" / "english_challenge_3.jsonl"
 CHALLENGE_4 = ROOT / "tests" / "fixtures" / "english_challenge_4.jsonl"
-CATEGORY_SETS = ("challenge", "challenge-2", "challenge-3", "challenge-4")
+CHALLENGE_5 = ROOT / "tests" / "fixtures" / "english_challenge_5.jsonl"
+CATEGORY_SETS = ("challenge", "challenge-2", "challenge-3", "challenge-4", "challenge-5")
 DATA = Path("/work/shared/data")
 
 
@@ -103,7 +104,8 @@ def _round(d: dict[str, Any]) -> dict[str, Any]:
 
 def datasets(args: argparse.Namespace) -> dict[str, list[Document]]:
     sets = {"challenge": read_jsonl(CHALLENGE), "challenge-2": read_jsonl(CHALLENGE_2),
-            "challenge-3": read_jsonl(CHALLENGE_3), "challenge-4": read_jsonl(CHALLENGE_4)}
+            "challenge-3": read_jsonl(CHALLENGE_3), "challenge-4": read_jsonl(CHALLENGE_4),
+            "challenge-5": read_jsonl(CHALLENGE_5)}
     presidio = args.data / "presidio-synth" / "dev.jsonl"
     if presidio.is_file() and not args.no_presidio:
         sets["presidio-synth-dev"] = read_jsonl(presidio)
