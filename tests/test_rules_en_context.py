@@ -265,8 +265,34 @@ ROUND4_DATES = [
     ("Pain 6/10 since 11/2, BP 130/70 on arrival", [("11/2", "DATE")]),
     ("pain down from 8/10 to 4/10", []),
 ]
+# Fifth round (issue 13, session 7), from challenge set 5's misses; none of these strings is from that set.
+ROUND5_NAMES = [
+    ("0300: pt Vanterpool resting, MAP 65", [("Vanterpool", "PATIENT")]),
+    ("Patient Oksana Hrytsenko, MRN 4471", [("Oksana Hrytsenko", "PATIENT")]),
+    ("pt alert, pt Spanish-speaking, Pt is Catholic, patient refused", []),
+    ("Recs as above.\nM. Abernathy-Cole / cards fellow", [("M. Abernathy-Cole", "DOCTOR")]),
+    ("turned q2h.\n-jt", [("jt", "DOCTOR")]),
+    ("Will follow.  r.t. rn", [("r.t.", "DOCTOR")]),
+    ("KM/RN", [("KM", "DOCTOR")]),
+    ("RT: Obiageli   pager 41873", [("Obiageli", "DOCTOR")]),
+    ("Consults:\n- PT\n- SW\n- EGD\n- no", []),
+]
+ROUND5_PLACES = [
+    ("lives at 31 hawthorn terrace w/ dtr", [("31 hawthorn terrace", "STREET")]),
+    ("Lives: 9 Elm Street, Lynn, Mass., 2nd fl", [("9 Elm Street", "STREET"), ("Mass.", "STATE")]),
+    ("plan: rehab, eg Whitcomb Manor; rehab vs home", [("Whitcomb Manor", "HOSPITAL")]),
+    ("Home O2 3L via Lincare; O2 via NC", [("Lincare", "ORGANIZATION")]),
+    ("Advised ED eval at Heywood tonight. eval at bedside", [("Heywood", "HOSPITAL")]),
+]
+ROUND5_AGES = [
+    ("Pt is 101. Mother turned 94 in May.", [("101", "AGE"), ("94", "AGE")]),
+    ("sat is 96%. T is 98.6. HR is 99, pt is 45", []),
+]
 
 TABLES = {
+    "round 5 names": (ROUND5_NAMES, NAMES),
+    "round 5 places": (ROUND5_PLACES, ORGS | {"STREET", "ORGANIZATION"}),
+    "round 5 ages": (ROUND5_AGES, {"AGE"}),
     "round 4 names": (ROUND4_NAMES, NAMES),
     "round 4 places": (ROUND4_PLACES, ORGS | {"STREET", "ORGANIZATION"}),
     "round 4 dates": (ROUND4_DATES, {"DATE"}),

@@ -615,6 +615,41 @@ def street_words(text: str, match: re.Match[str] | None = None) -> bool:
     return bool(words) and all(lexicon.classify(w) != STOP for w in words)
 
 
+@register("street_words_lower")
+def street_words_lower(text: str, match: re.Match[str] | None = None) -> bool:
+    """A lower-case street address ("22 linden terrace") only in a lower-case line, with no stop word in its name."""
+    if match is None or not _lower_line(match.string, match.start(), match.end()):
+        return False
+    return street_words(text, match)
+
+
+# Role and service abbreviations that a dash or a credential line may hold as an item, not a signature.
+_NOT_INITIALS = frozenset(
+    "pt ot st sw cm rn md np pa rt do slp rrt lpn cna msw no ok na nc iv po pr im sq ng og er ed or icu ccu".split()
+)
+
+
+@register("initials_signature")
+def initials_signature(text: str, match: re.Match[str] | None = None) -> bool:
+    """Initials alone as a signature ("-ep", "-- bp/ot", "s.l. rn").
+
+    Never a role or service abbreviation ("- PT" in a list of consults); a
+    stop word ("bp", "hr") or capitals ("- EGD") only when a credential follows
+    ("bp/ot", "JK/RN"), which makes the line a signature.
+    """
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    letters = text.replace(".", "").lower()
+    if letters in _NOT_INITIALS and "." not in text:
+        return False
+    credential = match is not None and re.search(r"[/,]?\s*[A-Za-z/-]+\s*$", match.string[match.end(1) : match.end()])
+    if credential and match.string[match.end(1) : match.end()].strip():
+        return True
+    if text.isupper():  # "- EGD", "- CXR": a bullet of capitals is an item
+        return False
+    return "." in text or load_lexicon("en").classify(letters) != STOP
+
+
 @register("person_last_first")
 def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
     """ "Kelly, Kathleen": both words weak-cue names, and the second a lexicon first name."""
