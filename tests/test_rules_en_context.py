@@ -279,6 +279,12 @@ ROUND5_NAMES = [
 ]
 ROUND5_PLACES = [
     ("lives at 31 hawthorn terrace w/ dtr", [("31 hawthorn terrace", "STREET")]),
+    # a unit after the street is inside the rule's window; a street never crosses a line;
+    # "CT" in capitals and "ct" in lower case are scans
+    ("home on 604 Quarry Circle Apt. 12 with", [("604 Quarry Circle Apt. 12", "STREET")]),
+    ("SISTER AT 77 DORSET TERRACE SUITE 4, DANVERS", [("77 DORSET TERRACE SUITE 4", "STREET")]),
+    ("2 RECOMMEND FOLLOW-UP CT IN 3 MONTHS; 1 recommend follow-up ct", []),
+    ("Address 12 Harbor\nMILTON CT 06460", []),
     ("Lives: 9 Elm Street, Lynn, Mass., 2nd fl", [("9 Elm Street", "STREET"), ("Mass.", "STATE")]),
     ("plan: rehab, eg Whitcomb Manor; rehab vs home", [("Whitcomb Manor", "HOSPITAL")]),
     ("Home O2 3L via Lincare; O2 via NC", [("Lincare", "ORGANIZATION")]),
