@@ -285,6 +285,8 @@ ROUND5_PLACES = [
     ("SISTER AT 77 DORSET TERRACE SUITE 4, DANVERS", [("77 DORSET TERRACE SUITE 4", "STREET")]),
     ("2 RECOMMEND FOLLOW-UP CT IN 3 MONTHS; 1 recommend follow-up ct", []),
     ("Address 12 Harbor\nMILTON CT 06460", []),
+    # a clinician's credential is no state, a month no place, a surname before "hospital" no city
+    ("Kim Alvarez, MD; placed in August 2020; records from gonzalez hospital", []),
     ("Lives: 9 Elm Street, Lynn, Mass., 2nd fl", [("9 Elm Street", "STREET"), ("Mass.", "STATE")]),
     ("plan: rehab, eg Whitcomb Manor; rehab vs home", [("Whitcomb Manor", "HOSPITAL")]),
     ("Home O2 3L via Lincare; O2 via NC", [("Lincare", "ORGANIZATION")]),
