@@ -296,8 +296,30 @@ ROUND5_AGES = [
     ("Pt is 101. Mother turned 94 in May.", [("101", "AGE"), ("94", "AGE")]),
     ("sat is 96%. T is 98.6. HR is 99, pt is 45", []),
 ]
+# Sixth round (issue 13, session 7), from challenge set 6's misses; none of these strings is from that set.
+ROUND6_NAMES = [
+    ('pt Orrin Tate, goes by "Skip". lives alone', [("Orrin Tate", "PATIENT"), ("Skip", "PATIENT")]),
+    ("note done.\n-- rj okafor pgy1 #40213", [("rj okafor", "DOCTOR")]),
+    ("D. Lindgren, PGY-2", [("D. Lindgren", "DOCTOR")]),
+    ("plan per resident\n- attending aware", []),
+]
+ROUND6_PLACES = [
+    ("pt methodist, church is Grace Chapel in Lexington.", [("Grace Chapel", "ORGANIZATION"), ("Lexington", "CITY")]),
+    ("f/u Lahey 3 wks. f/u labs 2 wks, f/u PCP 1 wk, f/u cards in 2 wks, follow up with Ana Ruiz in 2 wks", [("Lahey", "HOSPITAL")]),
+    ("bib Armstrong from home; bib EMS; bib daughter", [("Armstrong", "ORGANIZATION")]),
+    ("from Maplewood Terrace (assisted living), found down", [("Maplewood Terrace", "HOSPITAL")]),
+    ("STAY APPROVED BY HARVARD PILGRIM THRU 6/2", [("HARVARD PILGRIM", "ORGANIZATION")]),
+    ("INS: BCBS OF RI", [("BCBS OF RI", "ORGANIZATION")]),
+]
+ROUND6_DATES = [
+    ("homeless since feb, sober since Sept.", [("feb", "DATE"), ("Sept", "DATE")]),
+    ("no visitors since may, until may 2 units", []),
+]
 
 TABLES = {
+    "round 6 names": (ROUND6_NAMES, NAMES),
+    "round 6 places": (ROUND6_PLACES, ORGS | {"STREET", "ORGANIZATION"}),
+    "round 6 dates": (ROUND6_DATES, {"DATE"}),
     "round 5 names": (ROUND5_NAMES, NAMES),
     "round 5 places": (ROUND5_PLACES, ORGS | {"STREET", "ORGANIZATION"}),
     "round 5 ages": (ROUND5_AGES, {"AGE"}),

@@ -615,6 +615,13 @@ def street_words(text: str, match: re.Match[str] | None = None) -> bool:
     return bool(words) and all(lexicon.classify(w) != STOP for w in words)
 
 
+@register("signature_name")
+def signature_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A signature's name, maybe after initials ("ab kowalczyk", "J. Osei"): the name read as after a kinship word."""
+    rest = re.sub(r"^[A-Za-z]{1,2}\.?[ \t]+(?=\S)", "", text)
+    return person_kin(rest, match)
+
+
 @register("street_words_lower")
 def street_words_lower(text: str, match: re.Match[str] | None = None) -> bool:
     """A lower-case street address ("22 linden terrace") only in a lower-case line, with no stop word in its name."""
