@@ -302,6 +302,8 @@ ROUND6_NAMES = [
     ("note done.\n-- rj okafor pgy1 #40213", [("rj okafor", "DOCTOR")]),
     ("D. Lindgren, PGY-2", [("D. Lindgren", "DOCTOR")]),
     ("plan per resident\n- attending aware", []),
+    ("RADIOLOGY REPORT\n\npt DORSEY, LYNN   MRN", [("DORSEY, LYNN", "PATIENT")]),
+    ("recommended home PT Creatinine 1.2; seen by Ana Cruz, PT. No concerns", [("Ana Cruz", "DOCTOR")]),
 ]
 ROUND6_PLACES = [
     ("pt methodist, church is Grace Chapel in Lexington.", [("Grace Chapel", "ORGANIZATION"), ("Lexington", "CITY")]),
@@ -310,6 +312,8 @@ ROUND6_PLACES = [
     ("from Maplewood Terrace (assisted living), found down", [("Maplewood Terrace", "HOSPITAL")]),
     ("STAY APPROVED BY HARVARD PILGRIM THRU 6/2", [("HARVARD PILGRIM", "ORGANIZATION")]),
     ("INS: BCBS OF RI", [("BCBS OF RI", "ORGANIZATION")]),
+    ("was hospitalized at Quarry Hill Regional Medical Center in 2019", [("Quarry Hill Regional Medical Center", "HOSPITAL")]),
+    ("d/c to Maple Nursing and Rehab, Fairhaven, MA.", [("Maple Nursing and Rehab", "HOSPITAL"), ("Fairhaven", "CITY"), ("MA", "STATE")]),
 ]
 ROUND6_DATES = [
     ("homeless since feb, sober since Sept.", [("feb", "DATE"), ("Sept", "DATE")]),

@@ -502,8 +502,8 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         return False
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
-    # the cue may be two words ("medical center", "nursing home", "family medicine")
-    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder"}:
+    # the cue may be two or three words ("medical center", "nursing home", "nursing and rehab")
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&"}:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
