@@ -319,8 +319,19 @@ ROUND6_DATES = [
     ("homeless since feb, sober since Sept.", [("feb", "DATE"), ("Sept", "DATE")]),
     ("no visitors since may, until may 2 units", []),
 ]
+# Seventh round (issue 13, session 7), from challenge set 7's misses; none of these strings is from that set.
+ROUND7 = [
+    ('spoke w/ wife Eleanor ("Nell") re: goals', [("Eleanor", "PATIENT"), ("Nell", "PATIENT")]),
+    ('c/o pain ("sharp"), rates it ("Worst")', []),
+    ("ID fellow Dr. Ostrowski pgr 3371.", [("Ostrowski", "DOCTOR"), ("3371", "PHONE")]),
+    ("room #4412, bed 2; p 4419 noted", []),
+    ("auth sent 14-Nov, decision due 21-NOV", [("14-Nov", "DATE"), ("21-NOV", "DATE")]),
+    ("pt dc'd 11/30.", [("11/30", "DATE")]),
+    ("home cpap 10/5 via Lincare, to bring mask", [("Lincare", "ORGANIZATION")]),
+]
 
 TABLES = {
+    "round 7": (ROUND7, NAMES | {"PHONE", "DATE", "ORGANIZATION"}),
     "round 6 names": (ROUND6_NAMES, NAMES),
     "round 6 places": (ROUND6_PLACES, ORGS | {"STREET", "ORGANIZATION"}),
     "round 6 dates": (ROUND6_DATES, {"DATE"}),
@@ -579,3 +590,10 @@ def test_a_credential_is_no_state_after_a_city(rules: RuleSet) -> None:
     for text in ("Brittany Morris, MD", "cc: Price, PA", "Kim Young, DO"):
         assert not [s for s in rules.find(text, standalone_only=False) if s.label in {"CITY", "STATE"}], text
     assert [text for text in ["Hartford, CT"] if any(s.label == "CITY" for s in rules.find(text))]
+
+
+def test_day_count_filter_spares_a_contraction(rules: RuleSet) -> None:
+    """ "abx day 7/14" counts days of a course; the d of "dc'd 11/30" is no day."""
+    text = "pt dc'd 11/30. abx day 7/14, d 3/5 of zosyn"
+    spans = apply_filters(text, merge_spans(rules.find(text, standalone_only=True)), load_filters("en"))
+    assert [text[s.start : s.end] for s in spans if s.label == "DATE"] == ["11/30"]
