@@ -7,8 +7,8 @@ tests/fixtures/english_challenge.jsonl; with ``--set 2`` the second, held-out
 set (english_challenge_2.txt, written and scored before the rules were tuned
 on it) to english_challenge_2.jsonl, and ``--set 3`` the third and ``--set 4``
 the fourth (session 6 of issue 13, written and scored the same way), ``--set 5``
-the fifth, ``--set 6`` the sixth and ``--set 7`` the seventh (session 7 of
-issue 13, likewise). One document per note with gold spans in i2b2 2014
+the fifth, ``--set 6`` the sixth, ``--set 7`` the seventh and ``--set 8`` the eighth
+(session 7 of issue 13, likewise). One document per note with gold spans in i2b2 2014
 labels and, in
 ``meta.categories``, each span's miss category (parallel to ``spans``) so that
 a bench can report recall per category. The output is read back with
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from deid_core.corpus import read_jsonl  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
-SETS = {"1": "english_challenge", "2": "english_challenge_2", "3": "english_challenge_3", "4": "english_challenge_4", "5": "english_challenge_5", "6": "english_challenge_6", "7": "english_challenge_7"}
+SETS = {"1": "english_challenge", "2": "english_challenge_2", "3": "english_challenge_3", "4": "english_challenge_4", "5": "english_challenge_5", "6": "english_challenge_6", "7": "english_challenge_7", "8": "english_challenge_8"}
 CODES = {
     "D": ("DOCTOR", "clinician_name"),
     "R": ("PATIENT", "relative_name"),
