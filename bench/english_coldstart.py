@@ -10,7 +10,7 @@ Prints one JSON object. Data sets: the hand-written challenge set
 (tests/fixtures/english_challenge.jsonl), the second hand-written set
 (english_challenge_2.jsonl, held out until its first score), the third
 (english_challenge_3.jsonl), fourth (english_challenge_4.jsonl; session 6 of issue 13,
-the same way), fifth to seventh (english_challenge_5.jsonl to english_challenge_7.jsonl; session 7), ``--dev-families N`` notes from the
+the same way), fifth to eighth (english_challenge_5.jsonl to english_challenge_8.jsonl; session 7), ``--dev-families N`` notes from the
 generator's dev template families (wording the starter never trained on, other
 patients: seed 777_001, not the starter's own dev seed), presidio-synth dev
 (read from ``--data``, never copied), and any ``--dev PATH`` JSONL. Without
@@ -60,7 +60,9 @@ CHALLENGE_4 = ROOT / "tests" / "fixtures" / "english_challenge_4.jsonl"
 CHALLENGE_5 = ROOT / "tests" / "fixtures" / "english_challenge_5.jsonl"
 CHALLENGE_6 = ROOT / "tests" / "fixtures" / "english_challenge_6.jsonl"
 CHALLENGE_7 = ROOT / "tests" / "fixtures" / "english_challenge_7.jsonl"
-CATEGORY_SETS = ("challenge", "challenge-2", "challenge-3", "challenge-4", "challenge-5", "challenge-6", "challenge-7")
+CHALLENGE_8 = ROOT / "tests" / "fixtures" / "english_challenge_8.jsonl"
+CATEGORY_SETS = ("challenge", "challenge-2", "challenge-3", "challenge-4", "challenge-5", "challenge-6", "challenge-7",
+                 "challenge-8")
 DATA = Path("/work/shared/data")
 
 
@@ -108,7 +110,7 @@ def datasets(args: argparse.Namespace) -> dict[str, list[Document]]:
     sets = {"challenge": read_jsonl(CHALLENGE), "challenge-2": read_jsonl(CHALLENGE_2),
             "challenge-3": read_jsonl(CHALLENGE_3), "challenge-4": read_jsonl(CHALLENGE_4),
             "challenge-5": read_jsonl(CHALLENGE_5), "challenge-6": read_jsonl(CHALLENGE_6),
-            "challenge-7": read_jsonl(CHALLENGE_7)}
+            "challenge-7": read_jsonl(CHALLENGE_7), "challenge-8": read_jsonl(CHALLENGE_8)}
     presidio = args.data / "presidio-synth" / "dev.jsonl"
     if presidio.is_file() and not args.no_presidio:
         sets["presidio-synth-dev"] = read_jsonl(presidio)
