@@ -615,11 +615,13 @@ def street_words(text: str, match: re.Match[str] | None = None) -> bool:
     return bool(words) and all(lexicon.classify(w) != STOP for w in words)
 
 
+_LEADING_INITIALS = re.compile(r"^[A-Za-z]{1,2}\.?[ \t]+(?=\S)")
+
+
 @register("signature_name")
 def signature_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A signature's name, maybe after initials ("ab kowalczyk", "J. Osei"): the name read as after a kinship word."""
-    rest = re.sub(r"^[A-Za-z]{1,2}\.?[ \t]+(?=\S)", "", text)
-    return person_kin(rest, match)
+    return person_kin(_LEADING_INITIALS.sub("", text), match)
 
 
 @register("street_words_lower")
@@ -649,9 +651,8 @@ def initials_signature(text: str, match: re.Match[str] | None = None) -> bool:
     letters = text.replace(".", "").lower()
     if letters in _NOT_INITIALS and "." not in text:
         return False
-    credential = match is not None and re.search(r"[/,]?\s*[A-Za-z/-]+\s*$", match.string[match.end(1) : match.end()])
-    if credential and match.string[match.end(1) : match.end()].strip():
-        return True
+    if match is not None and match.string[match.end(1) : match.end()].strip():
+        return True  # the rule's pattern allows only a credential after the initials
     if text.isupper():  # "- EGD", "- CXR": a bullet of capitals is an item
         return False
     return "." in text or load_lexicon("en").classify(letters) != STOP

@@ -88,25 +88,24 @@ class SpanReplay:
     first pass did not record (it failed there) is tagged again.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, replay_only: bool = False) -> None:
         """Record into an anonymous temporary file, or into ``path`` when another
-        process will replay it (the Dask engine's two passes run on any worker)."""
-        self._fh: IO[str] = (
-            tempfile.TemporaryFile(mode="w+", encoding="utf-8") if path is None
-            else open(path, "w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        )
+        process will replay it (the Dask engine's two passes run on any worker);
+        ``replay_only`` opens what another process recorded at ``path`` and replays it."""
+        if path is None:
+            self._fh: IO[str] = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        else:
+            self._fh = open(path, "r" if replay_only else "w+", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._replaying = False
         self._next: list[Any] | None = None
         self.reused = 0
+        if replay_only:
+            self.start_replay()
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> SpanReplay:
         """A replay of the spans another process recorded at ``path``."""
-        replay = cls.__new__(cls)
-        replay._fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed by close()
-        replay._next, replay.reused = None, 0
-        replay.start_replay()
-        return replay
+        return cls(path, replay_only=True)
 
     @property
     def replaying(self) -> bool:
