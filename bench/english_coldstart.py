@@ -10,7 +10,8 @@ Prints one JSON object. Data sets: the hand-written challenge set
 (tests/fixtures/english_challenge.jsonl), the second hand-written set
 (english_challenge_2.jsonl, held out until its first score), the third
 (english_challenge_3.jsonl), fourth (english_challenge_4.jsonl; session 6 of issue 13,
-the same way), fifth to eighth (english_challenge_5.jsonl to english_challenge_8.jsonl; session 7), ``--dev-families N`` notes from the
+the same way), fifth to eighth (english_challenge_5.jsonl to english_challenge_8.jsonl; session 7) and any later
+english_challenge_N.jsonl, ``--dev-families N`` notes from the
 generator's dev template families (wording the starter never trained on, other
 patients: seed 777_001, not the starter's own dev seed), presidio-synth dev
 (read from ``--data``, never copied), and any ``--dev PATH`` JSONL. Without
@@ -53,16 +54,23 @@ from deid_core.engine.rules import RuleSet, load_rules  # noqa: E402
 from deid_core.evaluation.visible_chars import recall_per_category, visible_char_prf  # noqa: E402
 from deid_core.spans import Document  # noqa: E402
 
-CHALLENGE = ROOT / "tests" / "fixtures" / "english_challenge.jsonl"
-CHALLENGE_2 = ROOT / "tests" / "fixtures" / "english_challenge_2.jsonl"
-CHALLENGE_3 = ROOT / "tests" / "fixtures" / "english_challenge_3.jsonl"
-CHALLENGE_4 = ROOT / "tests" / "fixtures" / "english_challenge_4.jsonl"
-CHALLENGE_5 = ROOT / "tests" / "fixtures" / "english_challenge_5.jsonl"
-CHALLENGE_6 = ROOT / "tests" / "fixtures" / "english_challenge_6.jsonl"
-CHALLENGE_7 = ROOT / "tests" / "fixtures" / "english_challenge_7.jsonl"
-CHALLENGE_8 = ROOT / "tests" / "fixtures" / "english_challenge_8.jsonl"
-CATEGORY_SETS = ("challenge", "challenge-2", "challenge-3", "challenge-4", "challenge-5", "challenge-6", "challenge-7",
-                 "challenge-8")
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def challenge_sets() -> dict[str, Path]:
+    """Every hand-written challenge set on disk, in the order they were written.
+
+    Set 1 is english_challenge.jsonl ("challenge"); set N is english_challenge_N.jsonl
+    ("challenge-N"). Reading them by pattern means a new set needs no edit here.
+    """
+    found = {"challenge": FIXTURES / "english_challenge.jsonl"}
+    numbered = sorted(FIXTURES.glob("english_challenge_*.jsonl"),
+                      key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    found.update({f"challenge-{p.stem.rsplit('_', 1)[1]}": p for p in numbered})
+    return found
+
+
+CATEGORY_SETS = tuple(challenge_sets())
 DATA = Path("/work/shared/data")
 
 
@@ -107,10 +115,7 @@ def _round(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def datasets(args: argparse.Namespace) -> dict[str, list[Document]]:
-    sets = {"challenge": read_jsonl(CHALLENGE), "challenge-2": read_jsonl(CHALLENGE_2),
-            "challenge-3": read_jsonl(CHALLENGE_3), "challenge-4": read_jsonl(CHALLENGE_4),
-            "challenge-5": read_jsonl(CHALLENGE_5), "challenge-6": read_jsonl(CHALLENGE_6),
-            "challenge-7": read_jsonl(CHALLENGE_7), "challenge-8": read_jsonl(CHALLENGE_8)}
+    sets = {name: read_jsonl(path) for name, path in challenge_sets().items()}
     presidio = args.data / "presidio-synth" / "dev.jsonl"
     if presidio.is_file() and not args.no_presidio:
         sets["presidio-synth-dev"] = read_jsonl(presidio)

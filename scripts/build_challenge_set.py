@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from deid_core.corpus import read_jsonl  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
-SETS = {"1": "english_challenge", "2": "english_challenge_2", "3": "english_challenge_3", "4": "english_challenge_4", "5": "english_challenge_5", "6": "english_challenge_6", "7": "english_challenge_7", "8": "english_challenge_8"}
+SETS = {"1": "english_challenge"} | {str(n): f"english_challenge_{n}" for n in range(2, 21)}
 CODES = {
     "D": ("DOCTOR", "clinician_name"),
     "R": ("PATIENT", "relative_name"),
@@ -94,7 +94,7 @@ def parse(source: str) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--set", choices=sorted(SETS), default="1", help="which challenge set to build (default 1)")
+    ap.add_argument("--set", choices=sorted(SETS, key=int), default="1", help="which challenge set to build (default 1)")
     stem = SETS[ap.parse_args().set]
     source, target = FIXTURES / f"{stem}.txt", FIXTURES / f"{stem}.jsonl"
     notes = parse(source.read_text(encoding="utf-8"))
