@@ -33,7 +33,8 @@ STOP, NAME, AMBIGUOUS, COMMON, UNKNOWN = "stop", "name", "ambiguous", "common", 
 LEXICON_VERSION = "en-1"
 
 
-def _read_list(lang: str, name: str) -> list[str]:
+def read_list(lang: str, name: str) -> list[str]:
+    """One bundled word list in its file order (frequency or population order)."""
     resource = resources.files("deid_core").joinpath(f"data/lexicons/{lang}/{name}.txt.gz")
     return gzip.decompress(resource.read_bytes()).decode("utf-8").split("\n")[:-1]
 
@@ -80,10 +81,10 @@ def load_lexicon(lang: str = "en") -> Lexicon:
         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
     )
     return Lexicon(
-        first={w: i for i, w in enumerate(_read_list(lang, "first_names"))},
-        last={w: i for i, w in enumerate(_read_list(lang, "last_names"))},
-        places=frozenset(_read_list(lang, "places")),
-        common=frozenset(_read_list(lang, "common_words")),
+        first={w: i for i, w in enumerate(read_list(lang, "first_names"))},
+        last={w: i for i, w in enumerate(read_list(lang, "last_names"))},
+        places=frozenset(read_list(lang, "places")),
+        common=frozenset(read_list(lang, "common_words")),
         stop=frozenset(str(w).lower() for w in context["stop"]),
         names_first=frozenset(str(w).lower() for w in context["names_first"]),
         department=frozenset(str(w).lower() for w in context["department"]),

@@ -63,6 +63,28 @@ def faker_pools(lang: str) -> dict[str, Any]:
     }
 
 
+# The places lexicon lists US populated places by population, then counties and states
+# (scripts/build_lexicons.py); the first 10,000 entries are all towns and cities.
+US_TOWNS = 10_000
+
+
+@lru_cache(maxsize=1)
+def us_towns() -> tuple[str, ...]:
+    """The largest US towns and cities of the places lexicon, capitalised as written."""
+    from deid_core.engine.lexicons import read_list
+
+    return tuple(capitalise_place(p) for p in read_list("en", "places")[:US_TOWNS] if not any(c.isdigit() for c in p))
+
+
+def capitalise_place(name: str) -> str:
+    """'winston-salem' -> 'Winston-Salem', "o'fallon" -> "O'Fallon", "hell's kitchen" -> "Hell's Kitchen"."""
+    out, up = [], True
+    for i, ch in enumerate(name):
+        out.append(ch.upper() if up else ch)
+        up = ch in " -." or (ch == "'" and i == 1)
+    return "".join(out)
+
+
 def digits(rng: Random, n: int) -> str:
     return "".join(rng.choice("0123456789") for _ in range(n))
 
@@ -112,6 +134,11 @@ class Fake:
         r, p = self.rng, self.pools
         if self.lang == "es":
             return str(r.choice(self.lex["cities"])[0])
+        if r.random() < 0.5:
+            # Real towns, larger ones more often: real notes name Tucson and Valdosta, and a
+            # starter that only ever saw "Jessicaview" learns that a known place name is no cue.
+            towns = us_towns()
+            return towns[int(len(towns) * r.random() ** 2)]
         style = r.randrange(4)
         if style == 0:
             return f"{r.choice(p['city_prefixes'])} {p['first'].pick(r)}{r.choice(p['city_suffixes'])}"
