@@ -14,9 +14,12 @@ are exact by construction.
 from __future__ import annotations
 
 import calendar
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import lru_cache
+from importlib import resources
 from random import Random
 from typing import TYPE_CHECKING
 
@@ -352,8 +355,21 @@ phi_value("home_care", "ORGANIZATION", lambda n: _named(n, "home_care_suffix"))
 phi_value("location_other", "LOCATION-OTHER", lambda n: _named(n, "location_other_suffix"))
 
 
-def _initials(name: str) -> str:
-    return "".join(w[0] for w in name.replace("'s", "").split() if w[0].isalpha()).upper()
+@lru_cache(maxsize=4)
+def _template_shorthand(lang: str) -> frozenset[str]:
+    """Capitalised shorthand the templates write (PMH, HPI, ICU).
+
+    A hospital whose initials spell one ("Port Mary Hospital", PMH) would put
+    its name in every "PMH:" header, and the leak check would rightly flag it.
+    """
+    raw = resources.files("deid_core").joinpath(f"data/synthetic/{lang}.yaml").read_text("utf-8")
+    return frozenset(re.findall(r"\b[A-Z]{2,5}\b", raw))
+
+
+def _initials(name: str, lang: str = "en") -> str:
+    """A name's initials, or the name itself when they would spell the templates' shorthand."""
+    initials = "".join(w[0] for w in name.replace("'s", "").split() if w[0].isalpha()).upper()
+    return name if initials in _template_shorthand(lang) else initials
 
 
 @slot("hospital", ("caps", "other", "abbr", "other_abbr"), role="HOSPITAL")
@@ -362,9 +378,9 @@ def _s_hospital(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     if fmt == "other":
         w.phi(hospital_name(note.patient.fake, t.lex), "HOSPITAL")
     elif fmt == "other_abbr":
-        w.phi(_initials(hospital_name(note.patient.fake, t.lex)), "HOSPITAL")
+        w.phi(_initials(hospital_name(note.patient.fake, t.lex), t.lang), "HOSPITAL")
     elif fmt == "abbr":
-        w.phi(_initials(note.patient.hospital.name), "HOSPITAL")
+        w.phi(_initials(note.patient.hospital.name, t.lang), "HOSPITAL")
     elif fmt == "caps":
         w.phi(note.patient.hospital.name.upper(), "HOSPITAL")
     else:
@@ -381,7 +397,7 @@ def _s_facility(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
     if fmt == "lower":
         name = name.lower()
     elif fmt == "abbr":
-        name = _initials(name)
+        name = _initials(name, t.lang)
     w.phi(name, "HOSPITAL")
 
 
