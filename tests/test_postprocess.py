@@ -96,6 +96,15 @@ EN_CASES = [
     ("abx day 7/14 of zosyn", "7/14", "DATE", None),
     ("admitted 7/14 with sepsis", "7/14", "DATE", "7/14"),
     ("Heritage Hall NH", "Heritage Hall NH", "HOSPITAL", "Heritage Hall NH"),
+    # issue 13, round 8: grading scales and eponymous dressings are no names; surnames still are
+    ("SAH day 6, Hunt-Hess 3, vasospasm watch", "Hunt-Hess", "ORGANIZATION", None),
+    ("ulcer in bulb (Forrest III), no SRH", "Forrest", "PATIENT", None),
+    ("Braden 13, turned q2h", "Braden", "PATIENT", None),
+    ("Wells score 4, CTA neg", "Wells", "DOCTOR", None),
+    ("per Dr. Wells 2 days ago", "Wells", "DOCTOR", "Wells"),
+    ("Braden Kowalski at bedside", "Braden", "PATIENT", "Braden"),
+    ("Jones dressing to stay on", "Jones", "DOCTOR", None),
+    ("Jones to dress wound", "Jones", "DOCTOR", "Jones"),
 ]
 
 

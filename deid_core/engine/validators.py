@@ -463,6 +463,14 @@ def care_facility(text: str, match: re.Match[str] | None = None) -> bool:
     )
 
 
+@register("care_facility_not_town")
+def care_facility_not_town(text: str, match: re.Match[str] | None = None) -> bool:
+    """As ``care_facility``, but not a town alone: "nursing home (Agawam)" says where, not which home."""
+    from deid_core.engine.lexicons import load_lexicon
+
+    return care_facility(text, match) and not load_lexicon("en").is_place(text.strip())
+
+
 @register("place_name")
 def place_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A place after "lives in", "moved to": a lexicon place, or capitalised words that are not stop words."""
@@ -656,6 +664,24 @@ def initials_signature(text: str, match: re.Match[str] | None = None) -> bool:
     if text.isupper():  # "- EGD", "- CXR": a bullet of capitals is an item
         return False
     return "." in text or load_lexicon("en").classify(letters) != STOP
+
+
+@register("patient_last_first")
+def patient_last_first(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "Dembele, Aminata" after a patient cue: the second word a lexicon first name or a word in no list.
+
+    The cue ("pt", "Patient:") says a name follows, so a given name the lexicons
+    lack counts; a common word does not ("pt Smith, tired").
+    """
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) < 2:
+        return False
+    lexicon = load_lexicon("en")
+    if words[1].lower() not in lexicon.first and lexicon.classify(words[1]) not in (NAME, UNKNOWN):
+        return False
+    return _name_words(text, match, strong=False, unknown_without_case=True)
 
 
 @register("person_last_first")
