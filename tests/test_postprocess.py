@@ -105,6 +105,15 @@ EN_CASES = [
     ("Braden Kowalski at bedside", "Braden", "PATIENT", "Braden"),
     ("Jones dressing to stay on", "Jones", "DOCTOR", None),
     ("Jones to dress wound", "Jones", "DOCTOR", "Jones"),
+    # round 9: a span that took the diagnosis, a city that is also a scale, settings and strength, slashes
+    ("Pt 54 yo F SAH Hunt-Hess 3, Fisher 3", "SAH Hunt-Hess", "ORGANIZATION", None),
+    ("ORIENTED X1. GLASGOW 13. KEPPRA", "GLASGOW", "DOCTOR", None),
+    ("Dr. Fisher called", "Fisher", "DOCTOR", "Fisher"),
+    ("SpO2 96% PSV 5/5. Cr", "5/5", "DATE", None),
+    ("strength 5/5 bilat", "5/5", "DATE", None),
+    ("seen 5/5 in clinic", "5/5", "DATE", "5/5"),
+    ("KOWALCZYK/RN", "KOWALCZYK/", "DOCTOR", "KOWALCZYK"),
+    ("MRN 3\n--LEBLANC RN", "--LEBLANC", "DOCTOR", "LEBLANC"),
 ]
 
 

@@ -353,8 +353,35 @@ ROUND8 = [
         ("100394857211", "HEALTHPLAN"), ("S23-18840", "IDNUM")]),
     ("prior inpt stay 2021; dx'd 2016. adm 2015 from ED", [("2021", "DATE"), ("2016", "DATE")]),
 ]
+# Ninth round (issue 13, session 8), written from challenge set 9's misses, judged on sets 10 and 11.
+ROUND9 = [
+    ("lives with wife at 4417 n pearl st. Insurance: Medicare + Cascadia Health Plan.", [
+        ("4417 n pearl st.", "STREET"), ("Cascadia Health Plan", "ORGANIZATION")]),
+    ("Pt lives at 2290 s. federal blvd apt 4c, Denver, CO.", [("2290 s. federal blvd apt 4c", "STREET"),
+                                                               ("Denver", "CITY"), ("CO", "STATE")]),
+    ("given 2 units prbc, 4 n saline bolus", []),
+    ("pt asking for gf keisha, called her", [("keisha", "PATIENT")]),
+    ("surgeon.\n-- k.o. rn pgr 2-6118\n", [("k.o.", "DOCTOR")]),
+    ("Their pastor, Fr. Thibodeaux, will visit. FR 40%, father at bedside", [("Thibodeaux", "PATIENT")]),
+    ("D/c to The Oaks at Hendersonville. d/c to home; transfer to floor when bed", [
+        ("The Oaks at Hendersonville", "HOSPITAL")]),
+    ("employer cascade roofing rep called for work comp", [("cascade roofing", "ORGANIZATION")]),
+    ("flown in by Redwood Air Rescue. R femur", [("Redwood Air Rescue", "HOSPITAL")]),
+    ("Pt is a teacher at Fort Collins High School; colleagues", [("Fort Collins High School", "ORGANIZATION")]),
+    ("arrangements w/ pinecrest funeral home in lafayette.", [
+        ("pinecrest funeral home", "HOSPITAL"), ("lafayette", "CITY")]),
+]
+# Towns after "from", "in", "to": a common first name after "from"/"to" is a person, and a town that
+# starts an organisation's name is no town (the place_lexicon rules, judged as CITY only).
+ROUND9_TOWNS = [
+    ("pt from walla walla. brother arrives from tulsa thurs", [("walla walla", "CITY"), ("tulsa", "CITY")]),
+    ("call from Dennis re: meds; report to Whitney at 1900; lives in Chelsea.", [("Chelsea", "CITY")]),
+    ("records from davis labs; nurse from smith home care; d/c to union city assisted living", []),
+]
 
 TABLES = {
+    "round 9": (ROUND9, NAMES | ORGS | {"STREET"}),
+    "round 9 towns": (ROUND9_TOWNS, {"CITY"}),
     "round 8": (ROUND8, NAMES | ORGS | {"DATE", "HEALTHPLAN", "IDNUM"}),
     "round 7": (ROUND7, NAMES | {"PHONE", "DATE", "ORGANIZATION"}),
     "round 6 names": (ROUND6_NAMES, NAMES),

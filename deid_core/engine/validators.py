@@ -511,7 +511,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
     # the cue may be two or three words ("medical center", "nursing home", "nursing and rehab")
-    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&"}:
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&", "funeral", "independent", "retirement", "air", "life"}:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
@@ -564,9 +564,23 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
         kind = lexicon.classify(words[0])
         if kind == STOP:
             return False
+        after_from_or_to = match is not None and re.match(r"(?i)(?:from|to)\b", match.group(0)) is not None
+        common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
+        if after_from_or_to and common_first and words[0].lower() not in _US_STATE_NAMES:
+            return False  # "call from Dennis", "report to Whitney": a person far more often than a town
         if kind == COMMON or lexicon.classify(words[0]) == "ambiguous" or len(words[0]) < 4:
             return words[0][0].isupper() and not caps and not words[0].isupper()
     return True
+
+
+_US_STATE_NAMES = frozenset(
+    "alabama alaska arizona arkansas california colorado connecticut delaware florida georgia hawaii idaho"
+    " illinois indiana iowa kansas kentucky louisiana maine maryland massachusetts michigan minnesota"
+    " mississippi missouri montana nebraska nevada ohio oklahoma oregon pennsylvania tennessee texas utah"
+    " vermont virginia washington wisconsin wyoming".split()
+)
+# First-name frequency rank below which a one-word town after "from" is read as a person.
+_COMMON_FIRST_NAMES = 1500
 
 
 @register("patient_title")
@@ -620,6 +634,20 @@ def street_words(text: str, match: re.Match[str] | None = None) -> bool:
 
     lexicon = load_lexicon("en")
     words = _NAME_WORD.findall(text)[:-1]
+    return bool(words) and all(lexicon.classify(w) != STOP for w in words)
+
+
+_DIRECTIONS = frozenset("n s e w ne nw se sw north south east west".split())
+
+
+@register("street_words_direction")
+def street_words_direction(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "4417 n pearl st": ``street_words`` on the street's name, the compass direction and the unit left out."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    name = re.split(r"(?i),?[ \t]+(?:apt|unit|ste|suite|#)\b", text)[0]
+    words = [w for w in _NAME_WORD.findall(name)[:-1] if w.lower() not in _DIRECTIONS]
     return bool(words) and all(lexicon.classify(w) != STOP for w in words)
 
 
