@@ -114,6 +114,11 @@ EN_CASES = [
     ("seen 5/5 in clinic", "5/5", "DATE", "5/5"),
     ("KOWALCZYK/RN", "KOWALCZYK/", "DOCTOR", "KOWALCZYK"),
     ("MRN 3\n--LEBLANC RN", "--LEBLANC", "DOCTOR", "LEBLANC"),
+    # round 10
+    ("insulin gtt per portland protocol, bg 140-180", "portland", "DOCTOR", None),
+    ("rass -5, tof 2/4. oseltamivir", "2/4", "DATE", None),
+    ("cvicu rn 0700-1900", "cvicu", "DOCTOR", None),
+    ("TLC placed by fellow in Trendelenburg, CXR", "Trendelenburg", "CITY", None),
 ]
 
 

@@ -378,8 +378,23 @@ ROUND9_TOWNS = [
     ("call from Dennis re: meds; report to Whitney at 1900; lives in Chelsea.", [("Chelsea", "CITY")]),
     ("records from davis labs; nurse from smith home care; d/c to union city assisted living", []),
 ]
+# Tenth round (issue 13, session 8), written from challenge set 10's misses, judged on sets 11 and 12.
+ROUND10 = [
+    ("micu rn note 0700-1900. pt hallorann, 92 yo f adm from snf", [("hallorann", "PATIENT")]),
+    ("SICU NSG NOTE. PT BRANDVOLD POD 1 S/P EX LAP", [("BRANDVOLD", "PATIENT")]),
+    ("pt afebrile 2 days, pt 46m, pt is a 46m", []),
+    ("per team.\nrt mk x4418\n", [("mk", "DOCTOR")]),
+    ('DTR BERNADETTE ("BERNIE") DROVE IN. PAIN ("SHARP")', [("BERNADETTE", "PATIENT"), ("BERNIE", "PATIENT")]),
+    ("poa is grandniece becky, updated", [("becky", "PATIENT")]),
+    ("transfer from wasatch valley med ctr w/ ards", [("wasatch valley med ctr", "HOSPITAL")]),
+    ("Stretcher transport by Calumet EMS at 1400. bib EMS, came by ambulance", [("Calumet EMS", "ORGANIZATION")]),
+    ("delivered to home at 2207 bayshore dr, Tampa, FL.", [
+        ("2207 bayshore dr", "STREET"), ("Tampa", "CITY"), ("FL", "STATE")]),
+    ("Hx: prior bleed jan '18 on NSAIDs; cts fellow paged @ 6-4410", [("jan '18", "DATE"), ("6-4410", "PHONE")]),
+]
 
 TABLES = {
+    "round 10": (ROUND10, NAMES | ORGS | {"STREET", "DATE", "PHONE"}),
     "round 9": (ROUND9, NAMES | ORGS | {"STREET"}),
     "round 9 towns": (ROUND9_TOWNS, {"CITY"}),
     "round 8": (ROUND8, NAMES | ORGS | {"DATE", "HEALTHPLAN", "IDNUM"}),

@@ -446,6 +446,16 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
 _PRACTICE_WORDS = frozenset({"associates", "partners", "group", "practice", "physicians", "doctors"})
 
 
+_AGENCY_KIND = re.compile(r"(?i)[ \t]+(?:ems|ambulance|fire[ \t]+(?:dept|department|rescue))$")
+
+
+@register("agency_name")
+def agency_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "Calumet EMS": the words before the kind of service name an organisation (``organisation_name``)."""
+    name = _AGENCY_KIND.sub("", text)
+    return name != text and organisation_name(name, match)
+
+
 @register("care_facility")
 def care_facility(text: str, match: re.Match[str] | None = None) -> bool:
     """Where a patient gets care ("f/u at harvard vanguard"): an organisation with a word of its own.
@@ -511,7 +521,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
     # the cue may be two or three words ("medical center", "nursing home", "nursing and rehab")
-    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&", "funeral", "independent", "retirement", "air", "life"}:
+    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&", "funeral", "independent", "retirement", "air", "life", "med", "reg"}:
         cue_free = cue_free[:-1]
     if not cue_free:
         return False
