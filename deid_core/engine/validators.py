@@ -653,12 +653,8 @@ _DIRECTIONS = frozenset("n s e w ne nw se sw north south east west".split())
 @register("street_words_direction")
 def street_words_direction(text: str, match: re.Match[str] | None = None) -> bool:
     """ "4417 n pearl st": ``street_words`` on the street's name, the compass direction and the unit left out."""
-    from deid_core.engine.lexicons import STOP, load_lexicon
-
-    lexicon = load_lexicon("en")
     name = re.split(r"(?i),?[ \t]+(?:apt|unit|ste|suite|#)\b", text)[0]
-    words = [w for w in _NAME_WORD.findall(name)[:-1] if w.lower() not in _DIRECTIONS]
-    return bool(words) and all(lexicon.classify(w) != STOP for w in words)
+    return street_words(" ".join(w for w in _NAME_WORD.findall(name) if w.lower() not in _DIRECTIONS), match)
 
 
 _LEADING_INITIALS = re.compile(r"^[A-Za-z]{1,2}\.?[ \t]+(?=\S)")
