@@ -107,12 +107,11 @@ KIN = [
 FACILITIES_AND_PLACES = [
     ("Discharged to Spaulding Rehab on", [("Spaulding Rehab", "HOSPITAL")]),
     ("dc'd to braintree rehab today", [("braintree rehab", "HOSPITAL")]),
-    ("pt from Sunnyvale Manor nursing home", [("Sunnyvale Manor", "HOSPITAL")]),
+    ("pt from Sunnyvale Manor nursing home", [("Sunnyvale Manor nursing home", "HOSPITAL")]),
     ("PT TRANSFERRED FROM ST. ELIZABETH'S ON", [("ST. ELIZABETH'S", "HOSPITAL")]),
     ("CM called VNA of Boston intake", [("VNA of Boston", "HOSPITAL")]),
     ("records from Lahey Clinic.", [("Lahey Clinic", "HOSPITAL")]),
     ("Rec: Harborview Acute Rehab vs home", [("Harborview Acute Rehab", "HOSPITAL")]),
-    ("home with boston home infusion for abx", [("boston home infusion", "HOSPITAL")]),
     ("Active w/ Cape Ann Elder Services.", [("Cape Ann Elder Services", "HOSPITAL")]),
     ("lives in quincy with wife", [("quincy", "CITY")]),
     ("lives alone in Revere and", [("Revere", "CITY")]),
@@ -393,7 +392,42 @@ ROUND10 = [
     ("Hx: prior bleed jan '18 on NSAIDs; cts fellow paged @ 6-4410", [("jan '18", "DATE"), ("6-4410", "PHONE")]),
 ]
 
+# Eleventh round (session 9): challenge set 11's misses, and rules whose spans ended a word
+# short of the gold name on the starter's corpus (so the model kept them as features only).
+ROUND11 = [
+    ("Mrs. Eudora Pinkney, ninety-four, Methodist.", [("Eudora Pinkney", "PATIENT"), ("ninety-four", "AGE")]),
+    ("Pt is ninety-one y/o, lives alone", [("ninety-one", "AGE")]),
+    ("waited ninety minutes in triage", []),
+    ("sats ninety percent on 2L", []),
+    ("girlfriend destiny called, # pending", [("destiny", "PATIENT")]),
+    ("wife summer says transferred from home", [("summer", "PATIENT")]),
+    ("DTR HOPE VISITED AT 1400", [("HOPE", "PATIENT")]),
+    ("wife present at bedside", []),
+    ("son at bedside all night", []),
+    ("Son BUCK and dtr-in-law SHARLA visited", [("SHARLA", "PATIENT")]),
+    ("home with boston home infusion for abx", [("boston home infusion", "ORGANIZATION")]),
+    ("from tuscaloosa by helicopter.\ndlw\n", [("tuscaloosa", "CITY"), ("dlw", "DOCTOR")]),
+    ("pt sleeping, no distress.\nno\n", []),
+    ("PT FROM SW MO, WIFE DECEASED.", [("MO", "STATE")]),
+    ("lives in western PA with son", [("PA", "STATE")]),
+    ("lives at 2207 n. sycamore st, las cruces. police here", [("las cruces", "CITY")]),
+    ("pastor of Mt. Zion AME in town", [("Mt. Zion AME", "ORGANIZATION")]),
+    ("member of Grace Lutheran Church", [("Grace Lutheran Church", "ORGANIZATION")]),
+    ("raised Southern Baptist, now Methodist", []),
+    ("outside records from wagner memorial hospital requested", [("wagner memorial hospital", "HOSPITAL")]),
+    ("admitted to General Surgery", []),
+    ("was living at west matthew nursing home prior", [("west matthew nursing home", "HOSPITAL")]),
+    ("outside films from good samaritan hospital reviewed", [("good samaritan hospital", "HOSPITAL")]),
+    ("pt to return to robertsdale healthcare center when stable", [("robertsdale healthcare center", "HOSPITAL")]),
+    ("receives services from tucson home health services 3x/wk", [("tucson home health services", "ORGANIZATION")]),
+    ("vna nurse called from wesley chapel home care", [("wesley chapel home care", "ORGANIZATION")]),
+    ("needs acute rehab, eg Whitcomb Manor", [("Whitcomb Manor", "HOSPITAL")]),
+    ("Clinical pharmacy note - vanc dosing", []),
+    ("records from Garcia University Hospital obtained", [("Garcia University Hospital", "HOSPITAL")]),
+]
+
 TABLES = {
+    "round 11": (ROUND11, NAMES | ORGS | {"AGE"}),
     "round 10": (ROUND10, NAMES | ORGS | {"STREET", "DATE", "PHONE"}),
     "round 9": (ROUND9, NAMES | ORGS | {"STREET"}),
     "round 9 towns": (ROUND9_TOWNS, {"CITY"}),

@@ -364,6 +364,39 @@ def person_kin(text: str, match: re.Match[str] | None = None) -> bool:
     return _name_words(text, match, strong=False, unknown_without_case=True)
 
 
+@register("person_kin_word")
+def person_kin_word(text: str, match: re.Match[str] | None = None) -> bool:
+    """A relative's name that may also be a word ("wife summer says"): the rule's verb is the cue.
+
+    A kinship word before and a verb after ("called", "visited") make a name of
+    a lexicon name, an ambiguous one ("summer", "hope") or a word in no list,
+    in any case; a stop word or an English word that is no name ("present",
+    "aware") is not one.
+    """
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) != 1 or len(words[0]) < 3:
+        return False
+    return load_lexicon("en").classify(words[0]) not in (COMMON, STOP)
+
+
+_AGE_WORDS_BEFORE = re.compile(r"(?i)(?:\b(?:age|aged|is|was|turned|turns|turning|now)[ \t]*:?[ \t]*|,[ \t]*)$")
+_AGE_WORDS_AFTER = re.compile(r"(?i)[ \t]*(?:-[ \t]*)?(?:years?|yrs?|yo\b|y/o|y\.o\.|year-old|-year|,|\)|$|\n)")
+
+
+@register("spelled_age_context")
+def spelled_age_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "ninety-four" is an age after "age", "is", "turned" or a comma, or before "years" or a comma."""
+    if match is None:
+        return False
+    full = match.string
+    before = full[max(0, match.start(1) - 16) : match.start(1)]
+    if _AGE_WORDS_BEFORE.search(before) is None:
+        return False
+    return _AGE_WORDS_AFTER.match(full, match.end(1)) is not None
+
+
 _SIGNATURE_BEFORE = re.compile(
     r"(?:^|[\n.,;:(/\-–—]|\b(?:by|to|with|w/|per|from|and|cc|signed)\b)[ \t]*$", re.IGNORECASE
 )
@@ -456,6 +489,28 @@ def agency_name(text: str, match: re.Match[str] | None = None) -> bool:
     return name != text and organisation_name(name, match)
 
 
+_CONGREGATION_PARTS = re.compile(
+    r"^(?:(?:Mt\.?|Mount|St\.?|Saint)\s+)?(?P<name>.+?)\s+(?:AME(?:\s+Zion)?|A\.M\.E\.|Baptist|Methodist|Lutheran"
+    r"|Presbyterian|Episcopal|Pentecostal|Chapel|Tabernacle|Congregational|Mennonite|Church)"
+    r"(?:\s+(?:Church|of\s+God|of\s+Christ))?$"
+)
+
+
+@register("congregation_name")
+def congregation_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """ "Mt. Zion AME", "Grace Lutheran": the words between a saint's prefix and the denomination name it."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    parts = _CONGREGATION_PARTS.match(text)
+    if parts is None or _CONGREGATION_PARTS.match("Our " + parts.group("name")):
+        return False  # "Baptist Church": a denomination, no congregation
+    words = _NAME_WORD.findall(parts.group("name"))
+    if len(words) == 1 and words[0][0].isupper() and not words[0].isupper():
+        # "First Baptist", "Grace Lutheran": the denomination is the cue, a capitalised word the name
+        return load_lexicon("en").classify(words[0]) != STOP
+    return organisation_name(parts.group("name"), match)
+
+
 @register("care_facility")
 def care_facility(text: str, match: re.Match[str] | None = None) -> bool:
     """Where a patient gets care ("f/u at harvard vanguard"): an organisation with a word of its own.
@@ -500,6 +555,18 @@ def place_name(text: str, match: re.Match[str] | None = None) -> bool:
     return True
 
 
+_FACILITY_CUE_WORDS = frozenset({
+    "medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home",
+    "elder", "and", "&", "funeral", "independent", "retirement", "air", "life", "med", "reg", "healthcare", "care",
+    "hospital", "senior", "assisted", "urgent", "memorial", "general", "community", "university",
+})
+# Words that begin place and facility names ("West Roxbury", "Good Samaritan", "Port Huron").
+_PLACE_PREFIXES = frozenset({
+    "north", "south", "east", "west", "new", "port", "lake", "fort", "mount", "mt", "good", "saint", "st", "san",
+    "santa", "el", "la", "los", "las", "great", "little", "upper", "lower",
+})
+
+
 @register("facility_name")
 def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     """Words before a facility cue ("Spaulding Rehab", "Pine Ridge Manor", "spaulding rehab").
@@ -520,9 +587,13 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         return False
     caps = match is not None and _caps_line(match.string, match.start(), match.end())
     cue_free = words[:-1]
-    # the cue may be two or three words ("medical center", "nursing home", "nursing and rehab")
-    while cue_free and cue_free[-1].lower() in {"medical", "nursing", "health", "rehabilitation", "rehab", "family", "primary", "living", "regional", "home", "elder", "and", "&", "funeral", "independent", "retirement", "air", "life", "med", "reg"}:
+    # the cue may be two or three words ("medical center", "nursing home", "nursing and rehab",
+    # "healthcare center", "home health services")
+    while cue_free and cue_free[-1].lower() in _FACILITY_CUE_WORDS:
         cue_free = cue_free[:-1]
+    # "west matthew nursing home", "good samaritan hospital": a place prefix is part of the name, no evidence
+    if len(cue_free) > 1 and cue_free[0].lower().rstrip(".") in _PLACE_PREFIXES:
+        cue_free = cue_free[1:]
     if not cue_free:
         return False
     # A practice is named after its place or founder and may carry its specialty
