@@ -10,6 +10,9 @@ generator notes of the dev template families (never in the starter's corpus,
 seed 777_001 as ``bench/english_coldstart.py``) standing in for reviewed
 notes. With few reviewed notes the round is a k-fold one (the candidate and
 one model per fold); from about 100 on it is a held-out one (one model).
+The first round in a process is cold: it generates the starter's corpus and
+featurises its in-loop sample, which later rounds reuse (``--cold`` makes
+every round cold, as the first round after the app starts).
 Reports CPU and wall seconds per size, the comparison method and the
 decision; no note text.
 """
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deid_core.engine.model import DeidModel  # noqa: E402
 from deid_core.learning.registry import RetrainPolicy  # noqa: E402
-from deid_core.learning.retrain import retrain_round  # noqa: E402
+from deid_core.learning.retrain import _corpus_cache, _generated_corpus, retrain_round  # noqa: E402
 from deid_core.synthetic import REALISTIC, generate_notes  # noqa: E402
 
 
@@ -39,6 +42,9 @@ def main() -> int:
     ap.add_argument("--reviewed", type=int, nargs="+", default=[30, 200])
     ap.add_argument("--model", help="starting model directory (default: the bundled English starter)")
     ap.add_argument("--loop-iterations", type=int, help="override the policy's in-loop crfsuite passes")
+    ap.add_argument("--cold", action="store_true",
+                    help="forget the corpus and its kept features before each round, as in a freshly started app"
+                         " (default: only the first round is cold)")
     ap.add_argument("--full", action="store_true",
                     help="the full round (the policy's L-BFGS settings), as every full_every notes in the app")
     args = ap.parse_args()
@@ -57,14 +63,18 @@ def main() -> int:
     pool = generate_notes(max(args.reviewed), seed=777_001, families="dev", **REALISTIC)
     out: dict = {"model": active.version, "policy": {"algorithm": policy.loop_algorithm,
                  "iterations": policy.loop_iterations, "folds": policy.folds}, "rounds": []}
-    for n in args.reviewed:
+    for i, n in enumerate(args.reviewed):
+        if args.cold:
+            _generated_corpus.cache_clear()
+            _corpus_cache.cache_clear()
         c0, w0 = time.process_time(), time.perf_counter()
         result = retrain_round(pool[:n], active_model=active, policy=policy, lang="en")
         comparison = result.decision.comparison
         out["rounds"].append({
-            "reviewed": n, "cpu_s": round(time.process_time() - c0, 1),
+            "reviewed": n, "cold": args.cold or i == 0, "cpu_s": round(time.process_time() - c0, 1),
             "wall_s": round(time.perf_counter() - w0, 1), "method": comparison.method,
             "scored_notes": comparison.n_docs, "base_notes": result.metrics["n_base_docs"],
+            "base_corpus_notes": result.metrics["n_base_corpus"],
             "accepted": result.decision.accepted, "reason": result.decision.reason,
         })
         print(json.dumps(out["rounds"][-1]), file=sys.stderr, flush=True)

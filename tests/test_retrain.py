@@ -206,3 +206,56 @@ def test_training_cache_refuses_another_feature_configuration():
     train_model(docs, lang="en", config=replace(SMALL, max_iterations=2), cache=cache)
     with pytest.raises(ModelError, match="one language, feature configuration"):
         train_model(docs, lang="en", config=replace(TrainConfig(), max_iterations=2), cache=cache)
+
+
+def test_shared_training_cache_keeps_only_the_shared_notes_and_gives_the_same_model():
+    """The generated corpus's work outlives a round; a reviewed note's never does."""
+    from deid_core.engine.model import TrainingCache
+
+    base = generate_notes(12, seed=5)
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(4)]
+    config = TrainConfig(max_iterations=10)
+    kept = TrainingCache()
+    first = train_model(base + reviewed, lang="en", config=config, cache=TrainingCache(kept, base))
+    assert len(kept) == len(base)  # the reviewed notes stayed in the round's own cache
+    second = TrainingCache(kept, base)
+    again = train_model(base + reviewed, lang="en", config=config, cache=second)
+    assert again._crf_bytes == first._crf_bytes == train_model(base + reviewed, lang="en", config=config)._crf_bytes
+    assert len(second) == len(reviewed) and len(kept) == len(base)
+    # A round under another configuration starts the kept cache over instead of refusing.
+    other = replace(config, max_iterations=2, features=replace(config.features, rules=False))
+    train_model(base, lang="en", config=other, cache=TrainingCache(kept, base[:5]))
+    assert len(kept) == 5
+
+
+def test_in_loop_base_is_a_fixed_sample_within_the_budget():
+    from deid_core.learning.retrain import in_loop_base
+
+    docs = generate_notes(40, seed=9)
+    total = sum(len(d.text) for d in docs)
+    assert in_loop_base(docs, None) == docs and in_loop_base(docs, total) == docs
+    half = in_loop_base(docs, total // 2)
+    assert sum(len(d.text) for d in half) <= total // 2
+    assert len(half) > len(docs) // 4
+    assert half == in_loop_base(list(docs), total // 2)  # the same notes every round
+    order = {d.id: i for i, d in enumerate(docs)}
+    assert [order[d.id] for d in half] == sorted(order[d.id] for d in half)  # in corpus order
+    assert half != docs[: len(half)]  # a spread sample, not the corpus's head
+    assert len(in_loop_base(docs, 1)) == 1  # never empty
+
+
+def test_round_trains_on_the_in_loop_sample_and_the_full_round_on_everything() -> None:
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(16)]
+    starter = _starter(base, corpus=None)
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    budget = sum(len(d.text) for d in base) // 2
+    policy = replace(POLICY, loop_base_chars=budget)
+    fast = retrain_round(reviewed, active_model=starter, policy=policy, lang="en", base_docs=base)
+    assert fast.metrics["n_base_corpus"] == 16
+    assert 0 < fast.metrics["n_base_docs"] < 16
+    assert fast.model.metadata["adaptation"]["base_documents"] == fast.metrics["n_base_docs"]
+    assert policy.full().loop_base_chars is None
+    full = retrain_round(reviewed, active_model=starter, policy=policy.full(), lang="en", base_docs=base)
+    assert full.metrics["n_base_docs"] == 16
+    with pytest.raises(ValueError, match="loop_base_chars"):
+        RetrainPolicy(loop_base_chars=0)

@@ -840,6 +840,10 @@ class _PreparedNote(NamedTuple):
     harvest: HarvestItem
 
 
+def _cache_key(doc: Document) -> tuple[str, str, tuple[Span, ...]]:
+    return doc.id, doc.text, tuple(doc.spans)
+
+
 class TrainingCache:
     """A note's training work that does not depend on the other notes it is trained with.
 
@@ -848,24 +852,39 @@ class TrainingCache:
     retraining round; computing them once saves about a third of each
     training. Keyed by id, text and gold spans, so an edited note is
     recomputed; one cache serves one feature configuration (checked). Holds
-    note text: it lives in memory for one round and is never written anywhere.
+    note text: it lives in memory and is never written anywhere.
+
+    ``shared`` is a longer-lived cache for ``shared_docs`` (the generated
+    notes of a starter's corpus, the same every round): their work is read
+    from and stored there, everything else here, so no other note outlives
+    the round. A shared cache filled under another configuration starts over.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shared: TrainingCache | None = None, shared_docs: Iterable[Document] = ()) -> None:
         self._notes: dict[tuple[str, str, tuple[Span, ...]], _PreparedNote] = {}
         self._setting: Any = None
+        self._shared = shared
+        self._shared_keys = frozenset(map(_cache_key, shared_docs)) if shared is not None else frozenset()
 
     def check(self, setting: Any) -> None:
         if self._setting is None:
             self._setting = setting
         elif setting != self._setting:
             raise ModelError("a training cache serves one language, feature configuration and rule set")
+        if self._shared is not None and self._shared._setting != setting:
+            self._shared._notes.clear()
+            self._shared._setting = setting
+
+    def _home(self, key: tuple[str, str, tuple[Span, ...]]) -> TrainingCache:
+        return self._shared if self._shared is not None and key in self._shared_keys else self
 
     def get(self, doc: Document) -> _PreparedNote | None:
-        return self._notes.get((doc.id, doc.text, tuple(doc.spans)))
+        key = _cache_key(doc)
+        return self._home(key)._notes.get(key)
 
     def put(self, doc: Document, note: _PreparedNote) -> None:
-        self._notes[(doc.id, doc.text, tuple(doc.spans))] = note
+        key = _cache_key(doc)
+        self._home(key)._notes[key] = note
 
     def __len__(self) -> int:
         return len(self._notes)

@@ -32,6 +32,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deid_core.errors import ModelError
 from deid_core.learning.registry import RetrainPolicy, RetrainResult, retrain
 from deid_core.spans import Document
@@ -40,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]
 
-__all__ = ["candidate_config", "make_trainer", "retrain_round", "training_corpus"]
+__all__ = ["candidate_config", "in_loop_base", "make_trainer", "retrain_round", "training_corpus"]
 
 
 def training_corpus(model: Any) -> list[Document]:
@@ -99,6 +101,47 @@ def _generated_corpus(record: str) -> tuple[Document, ...]:
     return tuple(generate_notes(int(ref["n"]), seed=int(ref["seed"]), **options))
 
 
+def in_loop_base(base_docs: Sequence[Document], max_chars: int | None) -> list[Document]:
+    """The part of the active model's corpus an in-loop candidate trains on.
+
+    Every training of a round repeats the whole base corpus, so its size sets
+    the round's time; a seeded sample up to ``max_chars`` characters keeps
+    rounds short whatever the corpus (a user's training file may be large).
+    The same notes every round (the sample depends only on the corpus), in
+    corpus order; a seeded permutation rather than every k-th note, so no
+    cycle in how the corpus was generated is aliased.
+    """
+    docs = list(base_docs)
+    if max_chars is None or sum(len(d.text) for d in docs) <= max_chars:
+        return docs
+    keep: list[int] = []
+    total = 0
+    for i in np.random.default_rng(0).permutation(len(docs)).tolist():
+        size = len(docs[i].text)
+        if keep and total + size > max_chars:
+            break
+        keep.append(i)
+        total += size
+    return [docs[i] for i in sorted(keep)]
+
+
+def _round_cache(base: Sequence[Document], corpus: Mapping[str, Any] | None) -> Any:
+    """A training cache for one round, backed by the kept one of a generated corpus."""
+    from deid_core.engine.model import TrainingCache
+
+    if corpus is None or corpus.get("kind") != "synthetic":
+        return TrainingCache()  # a training file may hold real notes: nothing outlives the round
+    return TrainingCache(_corpus_cache(json.dumps(dict(corpus), sort_keys=True)), base)
+
+
+@lru_cache(maxsize=1)
+def _corpus_cache(record: str) -> Any:
+    """The kept training work on a generated corpus's notes, keyed by its record (one corpus at a time)."""
+    from deid_core.engine.model import TrainingCache
+
+    return TrainingCache()
+
+
 def candidate_config(base_config: Any, policy: RetrainPolicy) -> Any:
     """The active model's TrainConfig with the loop's crfsuite settings and adaptation."""
     changes: dict[str, Any] = {"feature_augmentation": policy.adaptation == "augment"}
@@ -125,10 +168,12 @@ def make_trainer(
     one :class:`~deid_core.engine.model.TrainingCache`, so each note is
     tokenised and featurised once per round.
     """
-    from deid_core.engine.model import TrainingCache, train_model
+    from deid_core.engine.model import train_model
 
     base = list(base_docs)
-    cache = TrainingCache()  # the round's trainings share each note's tokens and features
+    # The round's trainings share each note's tokens and features; a generated
+    # corpus's notes keep theirs for the next round too.
+    cache = _round_cache(base, corpus)
     weight = policy.reviewed_weight
     augment = policy.adaptation == "augment"
     config = replace(config, feature_augmentation=augment)
@@ -186,12 +231,15 @@ def retrain_round(
     else:
         corpus, base = None, list(base_docs or [])
     config = candidate_config(base_config if base_config is not None else TrainConfig(), policy)
+    n_corpus = len(base)
+    base = in_loop_base(base, policy.loop_base_chars)
     trainer = make_trainer(base, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus)
     result = retrain(
         reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_train_ids,
         policy=policy, progress=progress, lang=lang,
     )
     result.metrics["n_base_docs"] = len(base)
+    result.metrics["n_base_corpus"] = n_corpus
     result.metrics["adaptation"] = policy.adaptation
     result.metrics["reviewed_weight"] = policy.reviewed_weight
     result.metrics["train_config"] = {"algorithm": config.algorithm, "max_iterations": config.max_iterations}
