@@ -279,3 +279,14 @@ def test_simulate_starts_from_the_builtin_starter(corpora, tmp_path, capsys) -> 
     assert result["start_model"]["version"] == starter.version
     assert result["start_model"]["base_docs"] == starter.metadata["corpus"]["n"]
     assert [p["docs"] for p in result["strategies"]["random"]["curve"]] == [0, 4]
+
+
+def test_simulate_policy_takes_the_in_loop_corpus_budget() -> None:
+    import argparse
+
+    from deid_core.cli.active import start_policy
+
+    none = dict.fromkeys(("algorithm", "max_iterations", "adaptation", "reviewed_weight", "folds", "full_every"))
+    assert start_policy(argparse.Namespace(**none, loop_base_chars=None)).loop_base_chars == 400_000
+    assert start_policy(argparse.Namespace(**none, loop_base_chars=0)).loop_base_chars is None
+    assert start_policy(argparse.Namespace(**none, loop_base_chars=5000)).loop_base_chars == 5000

@@ -84,6 +84,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--full-every", type=int, default=None,
                    help="with --start-model: a full (L-BFGS) round once this many notes were labelled since"
                         " the last one, as in the app (default: the retrain policy's; 0: never)")
+    p.add_argument("--loop-base-chars", type=int, default=None,
+                   help="with --start-model: characters of the starter's corpus a fast round trains on"
+                        " (default: the retrain policy's; 0: all of it)")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 
@@ -134,6 +137,8 @@ def start_policy(args: argparse.Namespace) -> Any:
                       ("folds", "folds"), ("full_every", "full_every")):
         if getattr(args, arg) is not None:
             changes[name] = getattr(args, arg)
+    if getattr(args, "loop_base_chars", None) is not None:
+        changes["loop_base_chars"] = args.loop_base_chars or None
     return replace(RetrainPolicy(), **changes)
 
 
