@@ -259,3 +259,62 @@ def test_round_trains_on_the_in_loop_sample_and_the_full_round_on_everything() -
     assert full.metrics["n_base_docs"] == 16
     with pytest.raises(ValueError, match="loop_base_chars"):
         RetrainPolicy(loop_base_chars=0)
+
+
+# -- a k-fold round's models trained together ------------------------------------------
+
+
+def _with_word(doc: Document, word: str) -> Document:
+    """``doc`` with a sentence naming the patient ``word`` appended (a PATIENT span)."""
+    text = doc.text + " Seen by "
+    return Document(doc.id, text + word + ".", (*doc.spans, Span(len(text), len(text) + len(word), "PATIENT", "gold")))
+
+
+def test_models_trained_together_leave_their_fold_out():
+    from deid_core.engine.model import train_models
+
+    docs = generate_notes(18, seed=13)
+    docs[4] = _with_word(_with_word(docs[4], "Quillfeather"), "Quillfeather")  # twice: harvested
+    docs[9] = _with_word(docs[9], "Zabriskie")
+    config = TrainConfig(max_iterations=10)  # rules and gazetteer folds on, as in the app
+    folds = [[1, 4, 7], [9, 12]]
+    full, without_a, without_b = train_models(docs, lang="en", config=config, leave_out=folds)
+    assert full._crf_bytes == train_model(docs, lang="en", config=config)._crf_bytes
+    attrs = [set(m.weights.attributes) for m in (full, without_a, without_b)]
+    assert "0:w=quillfeather" in attrs[0] and "0:w=zabriskie" in attrs[0]
+    assert "0:w=quillfeather" not in attrs[1] and "0:w=zabriskie" in attrs[1]
+    assert "0:w=zabriskie" not in attrs[2] and "0:w=quillfeather" in attrs[2]
+    # What a model tags with comes from its own notes: the left-out surname is not in its gazetteer.
+    alone = train_model([d for i, d in enumerate(docs) if i not in folds[0]], lang="en", config=config)
+    assert without_a.metadata["documents"] == 15 and without_b.metadata["documents"] == 16
+    assert without_a.metadata["gazetteer_entries"] == alone.metadata["gazetteer_entries"]
+    assert without_a.rule_mapping == alone.rule_mapping
+    assert without_a.metadata["tokens"] == alone.metadata["tokens"]
+    assert without_a.gazetteer.marks_at(["Quillfeather"]) == alone.gazetteer.marks_at(["Quillfeather"])
+    assert full.gazetteer.marks_at(["Quillfeather"]) != without_a.gazetteer.marks_at(["Quillfeather"])
+    with pytest.raises(ModelError, match="leave_out"):
+        train_models(docs, lang="en", config=config, leave_out=[[1, 2], [2, 3]])
+
+
+def test_kfold_round_trains_candidate_and_folds_together() -> None:
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(16)]
+    starter = _starter(base)
+    reviewed = [_note(i, room_is_phi=False, prefix="r") for i in range(30, 39)]
+    trainer = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY)
+    calls: list[int] = []
+    one_by_one = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY)
+
+    def counting(docs, progress=None):  # noqa: ANN001, ANN202
+        calls.append(len(docs))
+        return one_by_one(docs, progress)
+
+    from deid_core.learning.registry import retrain
+
+    together = retrain(reviewed, trainer=trainer, active_model=starter, active_train_ids=set(), policy=POLICY)
+    apart = retrain(reviewed, trainer=counting, active_model=starter, active_train_ids=set(), policy=POLICY)
+    assert together.decision.comparison.method == apart.decision.comparison.method == "kfold"
+    assert calls == [9, 4, 5]  # without batch: the candidate, then one training per fold
+    assert together.model.metadata["trained_together"] == 3
+    assert together.model._crf_bytes == apart.model._crf_bytes  # the candidate itself is the same
+    assert together.decision.comparison.eval_ids == apart.decision.comparison.eval_ids
+    assert together.decision.comparison.n_docs == 9

@@ -49,7 +49,13 @@ from deid_core.engine.charcrf import (
     token_view,
     train_char_crf,
 )
-from deid_core.engine.crf import CRFParams, CRFWeights, fold_domain_weights, read_weights, train_crf
+from deid_core.engine.crf import (
+    CRFParams,
+    CRFWeights,
+    fold_domain_weights,
+    read_weights,
+    train_crf_groups,
+)
 from deid_core.engine.decoder import (
     EmissionScorer,
     PartTerms,
@@ -904,6 +910,38 @@ def train_model(
 ) -> DeidModel:
     """Train a model on gold documents. ``progress(message, fraction)`` reports each stage.
 
+    The arguments are :func:`train_models`'s, without ``leave_out``.
+    """
+    return train_models(
+        docs, lang=lang, scheme=scheme, config=config, progress=progress, repeats=repeats,
+        in_domain=in_domain, corpus=corpus, cache=cache,
+    )[0]
+
+
+def train_models(
+    docs: Sequence[Document],
+    *,
+    lang: str,
+    scheme: LabelScheme | None = None,
+    config: TrainConfig | None = None,
+    progress: ProgressFn | None = None,
+    repeats: Sequence[int] | None = None,
+    in_domain: Sequence[bool] | None = None,
+    corpus: dict[str, Any] | None = None,
+    cache: TrainingCache | None = None,
+    leave_out: Sequence[Sequence[int]] = (),
+) -> list[DeidModel]:
+    """The model on all ``docs``, then one per ``leave_out`` group of indices, trained without them.
+
+    A k-fold comparison's models share one feature extraction and one
+    crfsuite data set (its holdout groups). Each note's training attributes
+    are the ones it has in the model on all ``docs``: the gazetteer marks on
+    training notes come from cross-fold harvests over all ``docs``, so a
+    left-out note's PHI strings can still mark other notes' tokens (never
+    its own). Everything a model uses when it tags (its gazetteer, its rule
+    mapping) comes from its own training notes only. The groups must not
+    overlap; with a character CRF each model is trained on its own.
+
     ``repeats[i]`` gives document ``i``'s CRF sequences that many times
     (crfsuite has no instance weights; its loss is a sum over sequences).
     ``in_domain[i]`` marks the target-domain notes when
@@ -922,6 +960,14 @@ def train_model(
         raise ModelError("in_domain needs one flag per document")
     if in_domain is not None and any(in_domain) and not config.feature_augmentation:
         raise ModelError("in-domain notes need TrainConfig(feature_augmentation=True)")
+    group_of = np.zeros(len(docs), dtype=np.int64)
+    for g, indices in enumerate(leave_out, start=1):
+        for i in indices:
+            if not 0 <= int(i) < len(docs) or group_of[int(i)]:
+                raise ModelError("leave_out groups need distinct indices of the documents, in range")
+            group_of[int(i)] = g
+    if leave_out and config.charcrf is not None:
+        raise ModelError("models with a character CRF are trained one at a time (no leave_out)")
 
     def report(message: str, fraction: float) -> None:
         if progress is not None:
@@ -964,19 +1010,10 @@ def train_model(
     tokenized = [n.tokenized for n in prepared]
     gold_tags = [n.gold_tags for n in prepared]
     rule_spans = [n.rule_spans for n in prepared]
-    misaligned = sum(n.misaligned for n in prepared)
-    dropped = sum(n.dropped for n in prepared)
-    declared = (
-        {r.source: r.label for r in rules if r.standalone and r.label in scheme.names}
-        if rules is not None
-        else {}
-    )
-    mapping, rule_stats = learn_rule_mapping(
-        zip((unshadowed(spans) for spans in rule_spans), (d.spans for d in docs)),
-        min_precision=config.rule_map_min_precision,
-        min_count=config.rule_map_min_count,
-        declared=declared,
-    )
+    n_docs = len(docs)
+    members = [list(range(n_docs)), *(
+        [i for i in range(n_docs) if group_of[i] != g] for g in range(1, len(leave_out) + 1)
+    )]
     report("building gazetteers", 0.12)
     user_gaz = _word_list_gazetteer(config.word_lists, lang) if config.word_lists else Gazetteer()
     if config.builtin_gazetteer and config.features.gazetteer:
@@ -989,7 +1026,6 @@ def train_model(
             min_precision=config.gazetteer_min_precision,
         )
 
-    n_docs = len(docs)
     use_gaz = config.features.gazetteer
     full_gaz = merge_gazetteers(harvest(range(n_docs)), user_gaz) if use_gaz else Gazetteer()
     folds = max(1, config.gazetteer_folds) if use_gaz else 1
@@ -1005,7 +1041,7 @@ def train_model(
     report("extracting features", 0.15)
     xs: list[list[list[str]]] = []
     ys: list[list[str]] = []
-    n_tokens = 0
+    groups: list[int] = []
     for i, tok in enumerate(tokenized):
         flat = extractors[int(fold_of[i])].with_gazetteer(tok, prepared[i].features)
         if in_domain is not None and in_domain[i]:
@@ -1014,7 +1050,7 @@ def train_model(
             for a, b in sequence_bounds(tok, config.sequence):
                 xs.append(flat[a:b])
                 ys.append(gold_tags[i][a:b])
-        n_tokens += len(tok.tokens)
+                groups.append(int(group_of[i]))
         if i % 50 == 0:
             report("extracting features", 0.15 + 0.15 * i / n_docs)
     if not any(tag != OUTSIDE for y in ys for tag in y):
@@ -1025,17 +1061,16 @@ def train_model(
     # Host and pid in the name: deid_core.protect.cleanup removes it once this process is gone.
     host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:40] or "host"
     with tempfile.TemporaryDirectory(prefix=f"deid-train-{host}-{os.getpid()}-") as tmp:
-        model_file = Path(tmp) / CRF_FILE
+        paths = [Path(tmp) / f"{k}-{CRF_FILE}" for k in range(len(members))]
         crf_started = time.perf_counter()
         share = 0.68 if config.charcrf is None else 0.4
-        train_crf(
-            xs, ys, model_file, params,
+        train_crf_groups(
+            xs, ys, groups, [(k if k else -1, path) for k, path in enumerate(paths)], params,
             progress=lambda m, f: report(m, 0.3 + share * f),
         )
         crf_seconds = time.perf_counter() - crf_started
-        crf_bytes = model_file.read_bytes()
-        weights = read_weights(model_file)
         del xs, ys
+        crfs = [(path.read_bytes(), read_weights(path)) for path in paths]
         char_tagger: CharTagger | None = None
         char_stats: dict[str, Any] = {}
         if config.charcrf is not None:
@@ -1054,49 +1089,68 @@ def train_model(
                 views=views,
             )
             char_stats["seconds"] = round(time.perf_counter() - char_started, 3)
-    metadata = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "documents": n_docs,
-        "sentences": sum(len(t.sentences) for t in tokenized),
-        "tokens": n_tokens,
-        "spans": sum(len(d.spans) for d in docs),
-        "misaligned_spans": misaligned,
-        "dropped_spans": dropped,
-        "labels": corpus_labels,
-        "hyperparameters": params.to_dict(),
-        "seed": config.seed,
-        "seconds": {
-            "features": round(features_seconds, 3),
-            "crf": round(crf_seconds, 3),
-            "total": round(time.perf_counter() - started, 3),
-        },
-        "attributes": len(weights.attributes),
-        "gazetteer_entries": len(full_gaz),
-        "rule_stats": rule_stats,
-    }
-    if char_tagger is not None:
-        metadata["charcrf"] = char_stats
-    if repeats is not None:
-        metadata["repeated_documents"] = sum(1 for r in repeats if int(r) > 1)
-    if in_domain is not None:
-        metadata["in_domain_documents"] = sum(1 for f in in_domain if f)
-    if corpus is not None:
-        metadata["corpus"] = dict(corpus)
-    model = DeidModel(
-        crf_bytes=crf_bytes,
-        lang=lang,
-        scheme=scheme,
-        config=config,
-        gazetteer=full_gaz,
-        rule_mapping=mapping,
-        metadata=metadata,
-        weights=weights,
-        rules_text=rules_text,
-        charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
+    declared = (
+        {r.source: r.label for r in rules if r.standalone and r.label in scheme.names}
+        if rules is not None
+        else {}
     )
+    models = []
+    for k, keep in enumerate(members):
+        # What the model tags with comes from its own training notes only.
+        mapping, rule_stats = learn_rule_mapping(
+            ((unshadowed(rule_spans[i]), docs[i].spans) for i in keep),
+            min_precision=config.rule_map_min_precision,
+            min_count=config.rule_map_min_count,
+            declared=declared,
+        )
+        gazetteer = full_gaz if k == 0 or not use_gaz else merge_gazetteers(harvest(keep), user_gaz)
+        crf_bytes, weights = crfs[k]
+        metadata: dict[str, Any] = {
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "documents": len(keep),
+            "sentences": sum(len(tokenized[i].sentences) for i in keep),
+            "tokens": sum(len(tokenized[i].tokens) for i in keep),
+            "spans": sum(len(docs[i].spans) for i in keep),
+            "misaligned_spans": sum(prepared[i].misaligned for i in keep),
+            "dropped_spans": sum(prepared[i].dropped for i in keep),
+            "labels": sorted({s.label for i in keep for s in docs[i].spans}),
+            "hyperparameters": params.to_dict(),
+            "seed": config.seed,
+            "seconds": {
+                "features": round(features_seconds, 3),
+                "crf": round(crf_seconds, 3),
+                "total": round(time.perf_counter() - started, 3),
+            },
+            "attributes": len(weights.attributes),
+            "gazetteer_entries": len(gazetteer),
+            "rule_stats": rule_stats,
+        }
+        if len(members) > 1:
+            metadata["trained_together"] = len(members)  # the seconds are the batch's
+        if char_tagger is not None:
+            metadata["charcrf"] = char_stats
+        if repeats is not None:
+            metadata["repeated_documents"] = sum(1 for i in keep if int(repeats[i]) > 1)
+        if in_domain is not None:
+            metadata["in_domain_documents"] = sum(1 for i in keep if in_domain[i])
+        if corpus is not None:
+            metadata["corpus"] = dict(corpus)
+        model = DeidModel(
+            crf_bytes=crf_bytes,
+            lang=lang,
+            scheme=scheme,
+            config=config,
+            gazetteer=gazetteer,
+            rule_mapping=mapping,
+            metadata=metadata,
+            weights=weights,
+            rules_text=rules_text,
+            charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
+        )
+        log.info("trained model %s on %d documents, %d tokens", model.version, len(keep), metadata["tokens"])
+        models.append(model)
     report("trained", 1.0)
-    log.info("trained model %s on %d documents, %d tokens", model.version, n_docs, n_tokens)
-    return model
+    return models
 
 
 def stack_folds(n_docs: int, config: TrainConfig) -> np.ndarray:

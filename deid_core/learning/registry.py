@@ -35,6 +35,7 @@ Progress = Callable[[str, float], None]
 
 __all__ = [
     "Comparison",
+    "ComparisonPlan",
     "Decision",
     "RetrainPolicy",
     "RetrainResult",
@@ -43,6 +44,7 @@ __all__ = [
     "evaluate_predictions",
     "is_heldout",
     "learning_curve",
+    "plan_comparison",
     "retrain",
     "full_retrain_due",
     "retrain_due",
@@ -56,6 +58,8 @@ class TrainedModel(Protocol):
     def predict_many(self, docs: list[Document], bias: float = 0.0, progress: bool = False) -> list[Any]: ...
 
 
+#: ``trainer(docs, progress) -> model``. A trainer may also offer
+#: ``batch(docs, folds, progress) -> (model, [model without fold i, ...])``.
 Trainer = Callable[[list[Document], "Progress | None"], Any]
 
 
@@ -287,6 +291,49 @@ def _scale(progress: Progress | None, lo: float, hi: float) -> Progress | None:
     return lambda msg, frac: progress(msg, lo + (hi - lo) * max(0.0, min(1.0, frac)))
 
 
+@dataclass(frozen=True)
+class ComparisonPlan:
+    """Which notes a round compares on, fixed before the candidate trains.
+
+    Known up front, so a trainer that can (``batch``) trains the candidate
+    and its k-fold stand-ins together.
+    """
+
+    method: str  # "heldout" | "kfold" | "kfold-unseen" | "none"
+    docs: tuple[Document, ...] = ()  # the held-out notes, or the k-fold pool
+    folds: tuple[tuple[Document, ...], ...] = ()
+
+
+def plan_comparison(
+    reviewed: Sequence[Document],
+    *,
+    candidate_train_ids: set[str],
+    active_model: Any | None,
+    active_train_ids: set[str] | None,
+    policy: RetrainPolicy,
+) -> ComparisonPlan:
+    active_ids = active_train_ids or set()
+    unseen_heldout = [
+        d
+        for d in reviewed
+        if is_heldout(d.id, policy.heldout_share)
+        and d.id not in candidate_train_ids
+        and d.id not in active_ids
+    ]
+    if len(unseen_heldout) >= policy.min_heldout:
+        return ComparisonPlan("heldout", tuple(unseen_heldout))
+    pool = [d for d in reviewed if d.id in candidate_train_ids]
+    if len(pool) < 2:
+        return ComparisonPlan("none")
+    method, scored = "kfold", pool
+    unseen = [d for d in pool if d.id not in active_ids]
+    if active_model is not None and active_ids and len(unseen) >= policy.min_unseen:
+        # Paired on the notes the active model never saw: it predicts them as it
+        # stands, and only the candidate's procedure is re-run without each fold.
+        method, scored = "kfold-unseen", unseen
+    return ComparisonPlan(method, tuple(pool), tuple(tuple(f) for f in _folds(scored, policy.folds)))
+
+
 def compare(
     reviewed: Sequence[Document],
     *,
@@ -298,22 +345,23 @@ def compare(
     active_trainer: Trainer | None = None,
     policy: RetrainPolicy,
     progress: Progress | None = None,
+    plan: ComparisonPlan | None = None,
+    fold_models: Sequence[Any] | None = None,
 ) -> Comparison:
     """Score candidate against active on reviewed notes neither was trained on.
 
     ``trainer``/``active_trainer`` rebuild each model's training procedure for
     the k-fold comparison; ``active_trainer`` defaults to ``trainer`` (the
     difference is then the training data, which is the usual case).
+    ``fold_models`` are the candidate's stand-ins for ``plan``'s folds when
+    they were trained already (with the candidate, by ``trainer.batch``).
     """
     active_ids = active_train_ids or set()
-    unseen_heldout = [
-        d
-        for d in reviewed
-        if is_heldout(d.id, policy.heldout_share)
-        and d.id not in candidate_train_ids
-        and d.id not in active_ids
-    ]
-    if len(unseen_heldout) >= policy.min_heldout:
+    if plan is None:
+        plan = plan_comparison(reviewed, candidate_train_ids=candidate_train_ids, active_model=active_model,
+                               active_train_ids=active_train_ids, policy=policy)
+    if plan.method == "heldout":
+        unseen_heldout = list(plan.docs)
         cand_docs = predict_documents(candidate_model, unseen_heldout)
         cand = evaluate_predictions(unseen_heldout, cand_docs)
         act, p_values = None, None
@@ -325,17 +373,10 @@ def compare(
             progress("held-out comparison done", 1.0)
         return Comparison("heldout", len(unseen_heldout), cand, act, tuple(d.id for d in unseen_heldout),
                           p_values)
-
-    pool = [d for d in reviewed if d.id in candidate_train_ids]
-    if len(pool) < 2:
+    if plan.method == "none":
         return Comparison("none", 0, {}, None)
-    method, scored = "kfold", pool
-    unseen = [d for d in pool if d.id not in active_ids]
-    if active_model is not None and active_ids and len(unseen) >= policy.min_unseen:
-        # Paired on the notes the active model never saw: it predicts them as it
-        # stands, and only the candidate's procedure is re-run without each fold.
-        method, scored = "kfold-unseen", unseen
-    folds = _folds(scored, policy.folds)
+
+    method, pool, folds = plan.method, list(plan.docs), [list(f) for f in plan.folds]
     gold: list[Document] = []
     cand_pred: list[Document] = []
     act_pred: list[Document] = []
@@ -345,7 +386,7 @@ def compare(
         rest = [d for d in pool if d.id not in fold_ids]
         act_rest = [d for d in rest if d.id in active_ids]
         lo, hi = i / len(folds), (i + 1) / len(folds)
-        cand_fold = trainer(rest, _scale(progress, lo, (lo + hi) / 2))
+        cand_fold = fold_models[i] if fold_models is not None else trainer(rest, _scale(progress, lo, (lo + hi) / 2))
         gold.extend(fold)
         cand_pred.extend(predict_documents(cand_fold, fold))
         if active_model is None:
@@ -417,7 +458,15 @@ def retrain(
     if not train_docs:
         raise ValueError("no reviewed documents to train on")
     train_ids = {d.id for d in train_docs}
-    candidate = trainer(train_docs, _scale(progress, 0.0, 0.4))
+    plan = plan_comparison(reviewed, candidate_train_ids=train_ids, active_model=active_model,
+                           active_train_ids=active_train_ids, policy=policy)
+    batch = getattr(trainer, "batch", None)
+    fold_models = None
+    if plan.folds and batch is not None:
+        # The candidate and its k-fold stand-ins from one feature extraction and crfsuite data set.
+        candidate, fold_models = batch(train_docs, [list(f) for f in plan.folds], _scale(progress, 0.0, 0.8))
+    else:
+        candidate = trainer(train_docs, _scale(progress, 0.0, 0.4))
     train_seconds = time.perf_counter() - t0
     comparison = compare(
         reviewed,
@@ -428,7 +477,9 @@ def retrain(
         active_train_ids=active_train_ids,
         active_trainer=active_trainer,
         policy=policy,
-        progress=_scale(progress, 0.4, 1.0),
+        progress=_scale(progress, 0.8 if fold_models is not None else 0.4, 1.0),
+        plan=plan,
+        fold_models=fold_models,
     )
     if comparison.method == "none":
         accepted, reason = True, (

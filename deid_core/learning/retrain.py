@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]
 
-__all__ = ["candidate_config", "in_loop_base", "make_trainer", "retrain_round", "training_corpus"]
+__all__ = ["RoundTrainer", "candidate_config", "in_loop_base", "make_trainer", "retrain_round", "training_corpus"]
 
 
 def training_corpus(model: Any) -> list[Document]:
@@ -152,6 +152,71 @@ def candidate_config(base_config: Any, policy: RetrainPolicy) -> Any:
     return replace(base_config, **changes)
 
 
+class RoundTrainer:
+    """``trainer(reviewed, progress)``: train on the base notes plus ``reviewed``, weighted up.
+
+    The same procedure trains the candidate and, in the k-fold comparison,
+    each fold's stand-in for the candidate and for the active model; they share
+    one :class:`~deid_core.engine.model.TrainingCache`, so each note is
+    tokenised and featurised once per round. :meth:`batch` trains the
+    candidate and its fold stand-ins together (``engine.model.train_models``).
+    """
+
+    def __init__(
+        self, base_docs: Sequence[Document], *, lang: str, scheme: Any, config: Any,
+        policy: RetrainPolicy, corpus: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.base = list(base_docs)
+        self.lang, self.scheme, self.policy = lang, scheme, policy
+        self.config = replace(config, feature_augmentation=policy.adaptation == "augment")
+        self.corpus = dict(corpus) if corpus is not None else None
+        # The round's trainings share each note's tokens and features; a generated
+        # corpus's notes keep theirs for the next round too.
+        self.cache = _round_cache(self.base, corpus)
+        if self.config.charcrf is not None:
+            self.batch = None  # type: ignore[assignment]  # a character CRF trains model by model
+
+    def _training_set(self, reviewed: Sequence[Document]) -> tuple[list[Document], dict[str, Any]]:
+        reviewed_ids = {d.id for d in reviewed}
+        # A reviewed note that is also in the base corpus counts once, as reviewed.
+        docs = [d for d in self.base if d.id not in reviewed_ids] + list(reviewed)
+        n_base = len(docs) - len(reviewed)
+        weight, augment = self.policy.reviewed_weight, self.config.feature_augmentation
+        return docs, dict(
+            lang=self.lang, scheme=self.scheme, config=self.config, cache=self.cache, corpus=self.corpus,
+            repeats=[1] * n_base + [weight] * len(reviewed),
+            in_domain=[False] * n_base + [True] * len(reviewed) if augment else None,
+        )
+
+    def _record(self, model: Any, n_base: int, n_reviewed: int) -> Any:
+        model.metadata["adaptation"] = {
+            "method": self.policy.adaptation, "reviewed_weight": self.policy.reviewed_weight,
+            "base_documents": n_base, "reviewed_documents": n_reviewed,
+        }
+        return model
+
+    def __call__(self, reviewed: list[Document], progress: Progress | None = None) -> Any:
+        from deid_core.engine.model import train_model
+
+        docs, kwargs = self._training_set(reviewed)
+        model = train_model(docs, progress=progress, **kwargs)
+        return self._record(model, len(docs) - len(reviewed), len(reviewed))
+
+    def batch(
+        self, reviewed: list[Document], folds: Sequence[Sequence[Document]], progress: Progress | None = None
+    ) -> tuple[Any, list[Any]]:
+        """The candidate on ``reviewed``, and one stand-in per fold trained without that fold's notes."""
+        from deid_core.engine.model import train_models
+
+        docs, kwargs = self._training_set(reviewed)
+        n_base = len(docs) - len(reviewed)
+        index = {d.id: n_base + i for i, d in enumerate(reviewed)}
+        models = train_models(docs, progress=progress, leave_out=[[index[d.id] for d in f] for f in folds],
+                              **kwargs)
+        candidate = self._record(models[0], n_base, len(reviewed))
+        return candidate, [self._record(m, n_base, len(reviewed) - len(f)) for m, f in zip(models[1:], folds)]
+
+
 def make_trainer(
     base_docs: Sequence[Document],
     *,
@@ -160,42 +225,9 @@ def make_trainer(
     config: Any,
     policy: RetrainPolicy,
     corpus: Mapping[str, Any] | None = None,
-) -> Callable[[list[Document], Progress | None], Any]:
-    """``trainer(reviewed, progress)``: train on ``base_docs`` plus ``reviewed``, weighted up.
-
-    The same procedure trains the candidate and, in the k-fold comparison,
-    each fold's stand-in for the candidate and for the active model; they share
-    one :class:`~deid_core.engine.model.TrainingCache`, so each note is
-    tokenised and featurised once per round.
-    """
-    from deid_core.engine.model import train_model
-
-    base = list(base_docs)
-    # The round's trainings share each note's tokens and features; a generated
-    # corpus's notes keep theirs for the next round too.
-    cache = _round_cache(base, corpus)
-    weight = policy.reviewed_weight
-    augment = policy.adaptation == "augment"
-    config = replace(config, feature_augmentation=augment)
-
-    def trainer(reviewed: list[Document], progress: Progress | None = None) -> Any:
-        reviewed_ids = {d.id for d in reviewed}
-        # A reviewed note that is also in the base corpus counts once, as reviewed.
-        docs = [d for d in base if d.id not in reviewed_ids] + list(reviewed)
-        n_base = len(docs) - len(reviewed)
-        model = train_model(
-            docs, lang=lang, scheme=scheme, config=config, progress=progress,
-            repeats=[1] * n_base + [weight] * len(reviewed),
-            in_domain=[False] * n_base + [True] * len(reviewed) if augment else None,
-            corpus=dict(corpus) if corpus is not None else None, cache=cache,
-        )
-        model.metadata["adaptation"] = {
-            "method": policy.adaptation, "reviewed_weight": weight,
-            "base_documents": n_base, "reviewed_documents": len(reviewed),
-        }
-        return model
-
-    return trainer
+) -> RoundTrainer:
+    """The round's training procedure: the base notes plus the reviewed notes given to it."""
+    return RoundTrainer(base_docs, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus)
 
 
 def retrain_round(
