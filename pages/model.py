@@ -13,7 +13,12 @@ from deid_core.learning.registry import RetrainPolicy, learning_curve
 from deid_core.store import repository as repo
 from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
-from deid_core.ui.learning import activate_and_repredict, order_queue_by_strategy, retrain_project
+from deid_core.ui.learning import (
+    activate_and_repredict,
+    order_queue_by_strategy,
+    retrain_project,
+    starter_notes,
+)
 from deid_core.ui.resources import guard
 from deid_core.ui.rules import (
     check_rules_and_repredict,
@@ -107,7 +112,7 @@ else:
         rows.append({
             "version": v.version, "active": v.active, "created": v.created_at,
             "trained on": v.n_train_docs, "parent": v.parent_version,
-            "starter notes": (v.metrics or {}).get("n_base_docs"),
+            "starter notes": starter_notes(v.metrics),
             "weighting": (v.metrics or {}).get("adaptation"),
             "held-out strict F1": cand.get("strict_f1"), "held-out char recall": cand.get("char_recall"),
             "evaluated on": ev.get("n_eval_docs"), "method": ev.get("method"),

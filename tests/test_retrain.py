@@ -318,3 +318,12 @@ def test_kfold_round_trains_candidate_and_folds_together() -> None:
     assert together.model._crf_bytes == apart.model._crf_bytes  # the candidate itself is the same
     assert together.decision.comparison.eval_ids == apart.decision.comparison.eval_ids
     assert together.decision.comparison.n_docs == 9
+
+
+def test_versions_table_says_how_much_of_the_starter_corpus_a_version_used():
+    from deid_core.ui.learning import starter_notes
+
+    assert starter_notes({"n_base_docs": 348, "n_base_corpus": 700}) == "348 of 700"
+    assert starter_notes({"n_base_docs": 700, "n_base_corpus": 700}) == "700"
+    assert starter_notes({"n_base_docs": 16}) == "16"  # versions from before the sample
+    assert starter_notes({}) is None and starter_notes(None) is None

@@ -139,6 +139,19 @@ def retrain_project(
     return summary
 
 
+def starter_notes(metrics: dict[str, Any] | None) -> str | None:
+    """The Versions table's "starter notes": how much of the starter's corpus a version trained on.
+
+    A fast round trains on a fixed sample of it (``RetrainPolicy.loop_base_chars``),
+    so "348 of 700" tells a reviewer why two versions differ there.
+    """
+    used = (metrics or {}).get("n_base_docs")
+    total = (metrics or {}).get("n_base_corpus")
+    if used is None:
+        return None
+    return f"{used} of {total}" if total not in (None, used) else str(used)
+
+
 def starter_applies(lang: str, scheme: str) -> bool:
     """Whether a project in ``lang`` with ``scheme`` can start from a bundled starter model."""
     from deid_core.synthetic.starter import STARTER_LANGS, recipe
