@@ -71,7 +71,8 @@ c2.caption("Trains on the active model's own training notes plus every reviewed 
            " gold included), the reviewed notes weighted up, compares the candidate with the active"
            " model on reviewed notes the candidate did not train on (character recall first, then"
            " strict F1), and activates it only if it is not worse. Runs in the background: keep"
-           " reviewing.")
+           " reviewing. Retrain now uses a fixed sample of the training notes and a fast crfsuite"
+           " setting; Full retrain uses all of them with L-BFGS (slower, usually a little better).")
 
 
 @st.fragment(run_every=1.0)
