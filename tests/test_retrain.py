@@ -327,3 +327,16 @@ def test_versions_table_says_how_much_of_the_starter_corpus_a_version_used():
     assert starter_notes({"n_base_docs": 700, "n_base_corpus": 700}) == "700"
     assert starter_notes({"n_base_docs": 16}) == "16"  # versions from before the sample
     assert starter_notes({}) is None and starter_notes(None) is None
+
+
+def test_a_character_crf_round_trains_its_fold_stand_ins_one_by_one() -> None:
+    from deid_core.engine.charcrf import CharCRFConfig
+
+    base = [_note(i, room_is_phi=True, prefix="s") for i in range(10)]
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    config = replace(SMALL, max_iterations=5, charcrf=CharCRFConfig(max_iterations=5))
+    trainer = make_trainer(base, lang="en", scheme=SCHEME, config=config, policy=POLICY)
+    candidate, stand_ins = trainer.batch(reviewed, [reviewed[:3], reviewed[3:]])
+    assert candidate.char is not None and "trained_together" not in candidate.metadata
+    assert [m.metadata["adaptation"]["reviewed_documents"] for m in stand_ins] == [3, 3]
+    assert [m.metadata["documents"] for m in stand_ins] == [13, 13]

@@ -173,8 +173,6 @@ class RoundTrainer:
         # The round's trainings share each note's tokens and features; a generated
         # corpus's notes keep theirs for the next round too.
         self.cache = _round_cache(self.base, corpus)
-        if self.config.charcrf is not None:
-            self.batch = None  # type: ignore[assignment]  # a character CRF trains model by model
 
     def _training_set(self, reviewed: Sequence[Document]) -> tuple[list[Document], dict[str, Any]]:
         reviewed_ids = {d.id for d in reviewed}
@@ -208,6 +206,9 @@ class RoundTrainer:
         """The candidate on ``reviewed``, and one stand-in per fold trained without that fold's notes."""
         from deid_core.engine.model import train_models
 
+        if self.config.charcrf is not None:  # a character CRF trains model by model
+            left_out = [{d.id for d in f} for f in folds]
+            return self(reviewed, progress), [self([d for d in reviewed if d.id not in ids]) for ids in left_out]
         docs, kwargs = self._training_set(reviewed)
         n_base = len(docs) - len(reviewed)
         index = {d.id: n_base + i for i, d in enumerate(reviewed)}
