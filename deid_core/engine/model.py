@@ -21,6 +21,7 @@ import gc
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import yaml
 
+from deid_core.engine.calibration import MAX_TOKENS, fit_scale, needs_scale, scaled_weights
 from deid_core.engine.charcrf import (
     EMPTY_CHARS,
     CharCRFConfig,
@@ -117,6 +119,8 @@ FILTERS_FILE = "filters.yaml"
 CHARCRF_FILE = "charcrf.crfsuite"  # optional: the character CRF (paper 000)
 #: Optional TBED transformations (paper 003). Editable by hand, so outside the checksums.
 TRANSFORMS_FILE = "transforms.yaml"
+#: training.json: the factor every CRF weight is multiplied by (``deid_core.engine.calibration``).
+SCORE_SCALE_KEY = "score_scale"
 REQUIRED_FILES = (CRF_FILE, FEATURES_FILE, SCHEME_FILE, RULE_MAP_FILE, GAZETTEER_FILE, TRAINING_FILE)
 
 
@@ -439,14 +443,14 @@ class DeidModel:
                 weights = read_weights(path)
         if config.feature_augmentation:
             weights = fold_domain_weights(weights, DOMAIN_PREFIX)
-        self.weights = weights
+        self._unscaled = weights
         self.tag_names: tuple[str, ...] = tuple(weights.labels)
         if OUTSIDE not in self.tag_names:
             raise ModelError(f"model {self.version} has no {OUTSIDE!r} tag")
         self.o_index = self.tag_names.index(OUTSIDE)
         self.labels: list[str] = sorted({t.split("-", 1)[1] for t in self.tag_names if t != OUTSIDE})
         self.extractor = FeatureExtractor(config.features, lang=lang, gazetteer=gazetteer)
-        self._scorer = EmissionScorer(weights, self.extractor.word_type_features, self.extractor.offsets)
+        self._use_scale(float(self.metadata.get(SCORE_SCALE_KEY, 1.0)))
         load_kernels()
         #: Applied to the merged spans before the filters; learned by ``deid_core.learning.tbed``.
         self.transforms: TransformSet | None = transforms
@@ -489,6 +493,45 @@ class DeidModel:
         other.rule_mapping = {k: v for k, v in self.rule_mapping.items() if k not in drop}
         other.metadata = {**self.metadata, "demoted_rules": sorted(d[len("rule:"):] for d in drop)}
         return other
+
+    # -- score scale --------------------------------------------------------------
+
+    def _use_scale(self, scale: float) -> None:
+        if not (math.isfinite(scale) and scale > 0):
+            raise ModelError(f"model {self.version}: {SCORE_SCALE_KEY} must be a positive number, got {scale!r}")
+        self.weights = scaled_weights(self._unscaled, scale)
+        self._scorer = EmissionScorer(self.weights, self.extractor.word_type_features, self.extractor.offsets)
+
+    def calibrate(self, docs: Sequence[Document], max_tokens: int = MAX_TOKENS) -> float:
+        """Fit the score scale on gold ``docs`` (``deid_core.engine.calibration``) and use it.
+
+        For models from a margin trainer (`pa`, `ap`), whose weights have no
+        likelihood scale; the fitted factor is recorded as
+        ``metadata["score_scale"]`` and applied whenever the model is loaded.
+        Reads notes in the order given up to ``max_tokens`` tokens; notes with
+        a label the CRF has no tag for are skipped. Call it before the model is
+        shared: it changes what the model's marginals and bias mean.
+        """
+        self._use_scale(1.0)
+        tag_index = {t: i for i, t in enumerate(self.tag_names)}
+        notes: list[tuple[np.ndarray, Any, np.ndarray]] = []
+        tokens = 0
+        for doc in docs:
+            if tokens >= max_tokens:
+                break
+            enc = self.encode(replace(doc, meta={}))
+            if not enc.tokens:
+                continue
+            tags = spans_to_tags(enc.tokens, doc.spans, "BIO", snap=True).tags
+            if any(t not in tag_index for t in tags):
+                continue
+            notes.append((enc.emissions, enc.sentences, np.array([tag_index[t] for t in tags], dtype=np.int64)))
+            tokens += len(tags)
+        scale = fit_scale(notes, self.weights.transitions)
+        self.metadata[SCORE_SCALE_KEY] = scale
+        self.metadata["score_scale_info"] = {"documents": len(notes), "tokens": tokens}
+        self._use_scale(scale)
+        return scale
 
     # -- prediction ---------------------------------------------------------------
 
@@ -907,6 +950,7 @@ def train_model(
     in_domain: Sequence[bool] | None = None,
     corpus: dict[str, Any] | None = None,
     cache: TrainingCache | None = None,
+    calibration: Sequence[Document] | None = None,
 ) -> DeidModel:
     """Train a model on gold documents. ``progress(message, fraction)`` reports each stage.
 
@@ -914,7 +958,7 @@ def train_model(
     """
     return train_models(
         docs, lang=lang, scheme=scheme, config=config, progress=progress, repeats=repeats,
-        in_domain=in_domain, corpus=corpus, cache=cache,
+        in_domain=in_domain, corpus=corpus, cache=cache, calibration=calibration,
     )[0]
 
 
@@ -930,6 +974,7 @@ def train_models(
     corpus: dict[str, Any] | None = None,
     cache: TrainingCache | None = None,
     leave_out: Sequence[Sequence[int]] = (),
+    calibration: Sequence[Document] | None = None,
 ) -> list[DeidModel]:
     """The model on all ``docs``, then one per ``leave_out`` group of indices, trained without them.
 
@@ -950,6 +995,13 @@ def train_models(
     (``deid_core.corpus.file_corpus_reference`` for a training file).
     ``cache`` keeps each note's tokens, rule hits and gazetteer-free features
     for the next call (a retraining round trains several models on the same notes).
+
+    A margin trainer's (`pa`, `ap`) model on all ``docs`` gets its score
+    scale fitted (``DeidModel.calibrate``) on ``calibration``, gold notes it
+    did not train on, or, without them, on a seeded sample of its own
+    training notes (overconfident, but on the right order of magnitude). The
+    ``leave_out`` models are only compared at bias 0, where the scale changes
+    nothing, and are left unscaled.
     """
     config = config or TrainConfig()
     if not docs:
@@ -1147,6 +1199,11 @@ def train_models(
             rules_text=rules_text,
             charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
         )
+        if k == 0 and needs_scale(config.algorithm):
+            report("fitting the score scale", 0.99)
+            order = np.random.default_rng(config.seed).permutation(len(docs))
+            model.calibrate(calibration if calibration is not None else [docs[i] for i in order])
+            model.metadata["score_scale_info"]["held_out"] = calibration is not None
         log.info("trained model %s on %d documents, %d tokens", model.version, len(keep), metadata["tokens"])
         models.append(model)
     report("trained", 1.0)

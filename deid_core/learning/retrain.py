@@ -125,6 +125,19 @@ def in_loop_base(base_docs: Sequence[Document], max_chars: int | None) -> list[D
     return [docs[i] for i in sorted(keep)]
 
 
+def calibration_notes(base_docs: Sequence[Document], sample: Sequence[Document]) -> list[Document] | None:
+    """The corpus notes a fast candidate did not train on, in a seeded order: gold to fit its score scale on.
+
+    ``None`` when the sample is the whole corpus (the scale is then fitted on
+    training notes; see ``deid_core.engine.model.train_models``).
+    """
+    kept = {d.id for d in sample}
+    rest = [d for d in base_docs if d.id not in kept]
+    if not rest:
+        return None
+    return [rest[i] for i in np.random.default_rng(1).permutation(len(rest)).tolist()]
+
+
 def _round_cache(base: Sequence[Document], corpus: Mapping[str, Any] | None) -> Any:
     """A training cache for one round, backed by the kept one of a generated corpus."""
     from deid_core.engine.model import TrainingCache
@@ -165,8 +178,10 @@ class RoundTrainer:
     def __init__(
         self, base_docs: Sequence[Document], *, lang: str, scheme: Any, config: Any,
         policy: RetrainPolicy, corpus: Mapping[str, Any] | None = None,
+        calibration: Sequence[Document] | None = None,
     ) -> None:
         self.base = list(base_docs)
+        self.calibration = list(calibration) if calibration is not None else None
         self.lang, self.scheme, self.policy = lang, scheme, policy
         self.config = replace(config, feature_augmentation=policy.adaptation == "augment")
         self.corpus = dict(corpus) if corpus is not None else None
@@ -182,7 +197,7 @@ class RoundTrainer:
         weight, augment = self.policy.reviewed_weight, self.config.feature_augmentation
         return docs, dict(
             lang=self.lang, scheme=self.scheme, config=self.config, cache=self.cache, corpus=self.corpus,
-            repeats=[1] * n_base + [weight] * len(reviewed),
+            calibration=self.calibration, repeats=[1] * n_base + [weight] * len(reviewed),
             in_domain=[False] * n_base + [True] * len(reviewed) if augment else None,
         )
 
@@ -226,9 +241,15 @@ def make_trainer(
     config: Any,
     policy: RetrainPolicy,
     corpus: Mapping[str, Any] | None = None,
+    calibration: Sequence[Document] | None = None,
 ) -> RoundTrainer:
-    """The round's training procedure: the base notes plus the reviewed notes given to it."""
-    return RoundTrainer(base_docs, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus)
+    """The round's training procedure: the base notes plus the reviewed notes given to it.
+
+    ``calibration``: gold notes none of its models trains on, for a margin
+    trainer's score scale (:func:`calibration_notes`).
+    """
+    return RoundTrainer(base_docs, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus,
+                        calibration=calibration)
 
 
 def retrain_round(
@@ -265,8 +286,10 @@ def retrain_round(
         corpus, base = None, list(base_docs or [])
     config = candidate_config(base_config if base_config is not None else TrainConfig(), policy)
     n_corpus = len(base)
-    base = in_loop_base(base, policy.loop_base_chars)
-    trainer = make_trainer(base, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus)
+    sample = in_loop_base(base, policy.loop_base_chars)
+    trainer = make_trainer(sample, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus,
+                           calibration=calibration_notes(base, sample))
+    base = sample
     result = retrain(
         reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_train_ids,
         policy=policy, progress=progress, lang=lang,
