@@ -129,3 +129,15 @@ def test_fast_round_fits_the_scale_on_corpus_notes_it_did_not_train_on(notes) ->
     info = result.model.metadata["score_scale_info"]
     assert info["held_out"] is True and info["documents"] > 0
     assert result.model.metadata[SCORE_SCALE_KEY] > 1
+
+
+def test_notes_a_model_separates_keep_the_scale_bounded(notes) -> None:
+    """A few training notes fit perfectly: the likelihood wants an infinite scale."""
+    from deid_core.engine.calibration import MAX_WEIGHT
+
+    model = train_model(notes[:4], lang="en", scheme=SCHEME, config=TrainConfig(algorithm="ap", max_iterations=10))
+    assert model.metadata["score_scale_info"]["held_out"] is False
+    largest = max(np.abs(model.weights.state.data).max(), np.abs(model.weights.transitions).max())
+    assert largest <= MAX_WEIGHT * 1.001
+    for doc in notes[60:70]:
+        assert np.isfinite(model.predict(doc).logprob)

@@ -40,7 +40,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import yaml
 
-from deid_core.engine.calibration import MAX_TOKENS, fit_scale, needs_scale, scaled_weights
+from deid_core.engine.calibration import (
+    MAX_TOKENS,
+    fit_scale,
+    needs_scale,
+    scale_bounds,
+    scaled_weights,
+)
 from deid_core.engine.charcrf import (
     EMPTY_CHARS,
     CharCRFConfig,
@@ -527,7 +533,7 @@ class DeidModel:
                 continue
             notes.append((enc.emissions, enc.sentences, np.array([tag_index[t] for t in tags], dtype=np.int64)))
             tokens += len(tags)
-        scale = fit_scale(notes, self.weights.transitions)
+        scale = fit_scale(notes, self.weights.transitions, bounds=scale_bounds(self.weights))
         self.metadata[SCORE_SCALE_KEY] = scale
         self.metadata["score_scale_info"] = {"documents": len(notes), "tokens": tokens}
         self._use_scale(scale)
