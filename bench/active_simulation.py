@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from deid_core.cli.active import loop_config  # noqa: E402
 from deid_core.corpus import read_jsonl  # noqa: E402
+from deid_core.engine.recall_bias import parse_bias  # noqa: E402
 from deid_core.learning.active import CRFEstimator, as_object_array  # noqa: E402
 from deid_core.learning.simulate import simulate, simulate_from_model  # noqa: E402
 from deid_core.schemes import load_scheme  # noqa: E402
@@ -110,7 +111,7 @@ def run_proxy(args: argparse.Namespace, strategies: list[str]) -> tuple[dict, di
         policy = RetrainPolicy(loop_algorithm=args.proxy_algorithm, loop_iterations=args.max_iterations)
     res = simulate_from_model(
         start, pool, test, strategies=strategies, batch=args.proxy_batch, budget=args.proxy_budget,
-        repeats=1, policy=policy, candidates=args.candidates, label_map=mapping,
+        repeats=1, policy=policy, candidates=args.candidates, label_map=mapping, bias=args.proxy_bias,
         progress=lambda m, f: print(f"[proxy] {f:5.1%} {m}", file=sys.stderr, flush=True),
     )
     summary: dict = {"pool_docs": len(pool), "test_docs": len(test), "start_model": res["start_model"],
@@ -193,6 +194,9 @@ def main() -> int:
     ap.add_argument("--proxy-base-notes", type=int, default=150, help="proxy: generator notes of the starter")
     ap.add_argument("--proxy-base-iterations", type=int, default=50, help="proxy: lbfgs iterations")
     ap.add_argument("--proxy-algorithm", default=None, help="proxy: in-loop crfsuite algorithm (default: the policy's)")
+    ap.add_argument("--proxy-bias", default=0.0, type=parse_bias,
+                    help="proxy: the project bias the curve is scored at (a number, or 'recall': the start"
+                         " model's recorded recall bias, where a new project from the starter begins)")
     ap.add_argument("--proxy-batch", type=int, default=25)
     ap.add_argument("--proxy-budget", type=int, default=100)
     args = ap.parse_args()

@@ -492,6 +492,9 @@ def main() -> int:
                     help="add 'combo': the weighted sum of these measures' ranks within the set")
     ap.add_argument("--versus", nargs="+", default=(),
                     help="bootstrap the difference of these measures from logprob_per_span")
+    ap.add_argument("--label-map", default=None, metavar="FILE",
+                    help="YAML label -> label (or null) applied to the gold, e.g. bench/presidio_to_i2b2.yaml"
+                         " to score an i2b2 model on presidio-synth")
     ap.add_argument("--rows-out", default=None, help="write per-note rows (JSONL: id, F1, measures)")
     ap.add_argument("--from-rows", nargs="+", default=None, help="report on saved rows, pooled")
     args = ap.parse_args()
@@ -521,6 +524,13 @@ def main() -> int:
                 "challenge": read_jsonl(CHALLENGE)}
     else:
         sets = {args.split: read_jsonl(DATA / args.dataset / f"{args.split}.jsonl")}
+    if args.label_map:
+        import yaml
+
+        from deid_core.learning.simulate import apply_label_map
+
+        mapping = yaml.safe_load(Path(args.label_map).read_text(encoding="utf-8"))
+        sets = {k: apply_label_map(v, mapping) for k, v in sets.items()}
     if args.folds:
         sets = {k: [d for i, d in enumerate(v) if i % args.folds == args.fold] for k, v in sets.items()}
     committee = [DeidModel.load(c) for c in args.committee or ()]
@@ -536,7 +546,7 @@ def main() -> int:
     out = {
         "dataset": args.dataset, "split": args.split, "model": model.version,
         "folds": f"{args.fold} of {args.folds}" if args.folds else None,
-        "temperature": args.temperature,
+        "temperature": args.temperature, "label_map": args.label_map,
         "sets": reports,
         "wall_seconds": round(time.perf_counter() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],

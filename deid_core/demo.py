@@ -85,6 +85,7 @@ def build_demo(
     from deid_core.store.users import create_user
     from deid_core.synthetic import REALISTIC, generate_notes
     from deid_core.synthetic.starter import ensure_starter
+    from deid_core.ui.bias import model_recall_bias
     from deid_core.ui.bootstrap import ensure_first_admin
     from deid_core.ui.queue import predict_unreviewed
 
@@ -129,7 +130,9 @@ def build_demo(
                                       # no "strategy": that key means "the queue was scored by
                                       # active learning" (Model page); unscored, the Queue page
                                       # would default to an empty strategy order
-                                      settings={"bias": 0.0})
+                                      # recall first: the starter's recorded recall bias, as a
+                                      # new project from the starter gets (ui.learning.install_starter)
+                                      settings={"bias": model_recall_bias(model) or 0.0})
     gold, rest = notes[: cfg.n_gold], notes[cfg.n_gold :]
     if gold:
         repo.import_documents(engine, PROJECT, gold, annotations="gold", fmt="jsonl",

@@ -290,3 +290,39 @@ def test_simulate_policy_takes_the_in_loop_corpus_budget() -> None:
     assert start_policy(argparse.Namespace(**none, loop_base_chars=None)).loop_base_chars == 400_000
     assert start_policy(argparse.Namespace(**none, loop_base_chars=0)).loop_base_chars is None
     assert start_policy(argparse.Namespace(**none, loop_base_chars=5000)).loop_base_chars == 5000
+
+
+def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora) -> None:  # noqa: ANN001
+    """``bias`` scores every curve point at that bias (a number, or the start model's recall
+    bias); the registry still decides at bias 0, so the same rounds are kept."""
+    from deid_core.engine.model import DeidModel
+    from deid_core.errors import ModelError
+    from deid_core.learning.registry import RetrainPolicy
+    from deid_core.learning.simulate import simulate_from_model
+
+    pool, test = corpora
+    start = DeidModel.load(start_model_dir)
+    policy = RetrainPolicy(**START_POLICY)
+    runs = {b: simulate_from_model(start, pool[:8], test[:4], strategies=["random"], batch=4, budget=8,
+                                   policy=policy, full_pool=False, bias=b)
+            for b in (0.0, -3.0)}
+    at0, low = (runs[b]["strategies"]["random"]["curve"] for b in (0.0, -3.0))
+    assert runs[-3.0]["settings"]["bias"] == -3.0
+    assert [p["accepted"] for p in at0] == [p["accepted"] for p in low]
+    assert low[0]["char_recall"] >= at0[0]["char_recall"]
+    assert any(a["char_precision"] != b["char_precision"] for a, b in zip(at0, low))
+    with pytest.raises(ModelError, match="recall bias"):
+        simulate_from_model(start, pool[:8], test[:4], strategies=["random"], batch=4, budget=4,
+                            policy=policy, full_pool=False, bias="recall")
+
+
+def test_cli_simulate_bias_needs_a_start_model(corpora, tmp_path, capsys) -> None:  # noqa: ANN001
+    pool, test = corpora
+    write_jsonl(tmp_path / "p.jsonl", pool[:4])
+    write_jsonl(tmp_path / "t.jsonl", test[:2])
+    with pytest.raises(SystemExit, match="needs --start-model"):
+        main(["simulate", "--pool", str(tmp_path / "p.jsonl"), "--test", str(tmp_path / "t.jsonl"),
+              "--bias", "-1"])
+    with pytest.raises(SystemExit, match="bias must be a number"):
+        main(["simulate", "--pool", str(tmp_path / "p.jsonl"), "--test", str(tmp_path / "t.jsonl"),
+              "--bias", "lots"])

@@ -213,6 +213,16 @@ def test_a_new_project_starts_from_the_starter(starter_env, tmp_path, monkeypatc
     assert Path(active.artifact_path).parent == tmp_path / "models" / "ward"
     assert DeidModel.load(active.artifact_path).metadata[RECALL_BIAS_KEY] == starter_env["model"].metadata[
         RECALL_BIAS_KEY]
+    # recall first: the project takes the starter's recall bias, and the queue is tagged at it
+    from deid_core.store.audit import list_events
+    from deid_core.ui.bias import model_recall_bias
+
+    recall_bias = model_recall_bias(starter_env["model"])
+    assert summary["bias"] == recall_bias == repo.get_project(engine, "ward").settings["bias"]
+    assert {repo.get_document(engine, i).prediction.bias for i, _ in repo.unreviewed_documents(engine, "ward")} \
+        == {recall_bias}
+    events = list_events(engine, action="project.settings")
+    assert [(e.actor, e.after["bias"]) for e in events] == ([("admin", recall_bias)] if recall_bias else [])
     with pytest.raises(Exception, match="already has an active model"):
         install_starter(engine, "ward", "admin")
     assert predict_with_active(engine, "ward", "admin") == 3
@@ -265,9 +275,16 @@ def test_cli_project_create_with_starter(starter_env, tmp_path, monkeypatch, cap
     assert main(["project", "create", "ward", "--starter", "--db", url]) == 0
     assert f"starter {starter_env['model'].version}" in capsys.readouterr().out
     assert repo.active_model_version(open_store(url), "ward").version == starter_env["model"].version
+    from deid_core.ui.bias import model_recall_bias
+
+    assert repo.get_project(open_store(url), "ward").settings["bias"] == model_recall_bias(starter_env["model"])
+    # an explicit --bias is kept
+    assert main(["project", "create", "ward2", "--starter", "--bias", "0.5", "--db", url]) == 0
+    assert "O-label bias 0.5" in capsys.readouterr().out
+    assert repo.get_project(open_store(url), "ward2").settings["bias"] == 0.5
     assert main(["project", "create", "es", "--lang", "es", "--scheme", "meddocan", "--starter", "--db", url]) == 1
     assert "no starter model" in capsys.readouterr().err
-    assert [p.name for p in repo.list_projects(open_store(url))] == ["ward"]
+    assert [p.name for p in repo.list_projects(open_store(url))] == ["ward", "ward2"]
 
 
 def test_a_second_caller_waits_for_a_build_in_progress_instead_of_building_again(tmp_path, monkeypatch):

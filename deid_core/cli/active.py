@@ -87,6 +87,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--loop-base-chars", type=int, default=None,
                    help="with --start-model: characters of the starter's corpus a fast round trains on"
                         " (default: the retrain policy's; 0: all of it)")
+    p.add_argument("--bias", default="0", metavar="B|recall",
+                   help="with --start-model: the project's O-label bias the curve is scored at ('recall': the"
+                        " start model's recorded recall bias; default 0); the keep-or-reject decisions"
+                        " stay at bias 0, as in the app")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 
@@ -146,10 +150,17 @@ def run_simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from deid_core.corpus import read_jsonl
+    from deid_core.engine.recall_bias import parse_bias
     from deid_core.learning.simulate import simulate
     from deid_core.schemes import load_scheme
 
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    try:
+        bias = parse_bias(args.bias)
+    except ValueError as exc:
+        raise SystemExit(f"simulate: --bias: {exc}") from None
+    if bias != 0.0 and not args.start_model:
+        raise SystemExit("simulate: --bias needs --start-model (the curve without one is scored at bias 0)")
     pool = read_jsonl(args.pool)
     test = read_jsonl(args.test)
     scheme = load_scheme(args.scheme) if args.scheme else None
@@ -185,6 +196,7 @@ def run_simulate(args: argparse.Namespace) -> int:
                 candidates=args.candidates,
                 label_map=read_label_map(args.label_map) if args.label_map else None,
                 progress=progress,
+                bias=bias,
             )
         else:
             if args.label_map:

@@ -118,7 +118,8 @@ def register(subparsers: Any) -> None:
     c.add_argument("--lang", choices=("en", "es"), default="en")
     c.add_argument("--scheme", default="i2b2_2014",
                    help="label scheme: i2b2_2014, meddocan, presidio_synth or a YAML path")
-    c.add_argument("--bias", type=float, default=0.0, help="initial O-label bias")
+    c.add_argument("--bias", type=float, default=None,
+                   help="initial O-label bias (default 0; with --starter, the starter's recorded recall bias)")
     c.add_argument("--starter", action="store_true",
                    help="start from the bundled starter model for --lang (built and cached on first"
                         " use) as the first active model version")
@@ -246,17 +247,18 @@ def run_project_create(args: argparse.Namespace) -> int:
         if not starter_applies(args.lang, args.scheme):
             raise ModelError(f"no starter model for {args.lang!r} notes in scheme {args.scheme!r}")
     info = create_project(engine, args.name, lang=args.lang, scheme=args.scheme,
-                          settings={"bias": args.bias}, actor=_actor(args, engine))
+                          settings={"bias": 0.0 if args.bias is None else args.bias}, actor=_actor(args, engine))
     print(f"created project {info.name!r} (lang {info.lang}, scheme {info.scheme})")
     if args.starter:
         from deid_core.ui.learning import install_starter
 
         progress, close = tqdm_progress("starter model")
         try:
-            result = install_starter(engine, info.name, _actor(args, engine), progress=progress)
+            result = install_starter(engine, info.name, _actor(args, engine), progress=progress,
+                                     use_recall_bias=args.bias is None)
         finally:
             close()
-        print(f"active model: starter {result['version']}")
+        print(f"active model: starter {result['version']}; O-label bias {result['bias']:g}")
     return 0
 
 

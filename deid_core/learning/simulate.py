@@ -53,8 +53,11 @@ def curve_schedule(n_pool: int, seed_docs: int, batch: int, budget: int) -> list
 _SCORES = ("strict_f1", "strict_precision", "strict_recall", "char_recall", "char_precision")
 
 
-def _evaluate(model: Any, test: Sequence[Document]) -> dict[str, float]:
-    m = evaluate_predictions(test, predict_documents(model, test))
+def _evaluate(model: Any, test: Sequence[Document], bias: float = 0.0) -> dict[str, float]:
+    preds = predict_documents(model, test) if bias == 0.0 else [
+        p.to_document(d) for p, d in zip(model.predict_many(list(test), bias), test)
+    ]
+    m = evaluate_predictions(test, preds)
     return {k: m[k] for k in _SCORES}
 
 
@@ -349,6 +352,7 @@ def _start_run(
     rng: np.random.Generator,
     candidates: int | None,
     tick: Callable[[str], None],
+    bias: float = 0.0,
 ) -> list[dict[str, Any]]:
     """One strategy from the starting model: query a batch, run the app's retrain round, score.
 
@@ -389,7 +393,7 @@ def _start_run(
         round_cpu = time.process_time() - c0
         if result.decision.accepted:
             active, active_ids = result.model, set(result.train_ids)
-        scores = _evaluate(active, test)
+        scores = _evaluate(active, test, bias)
         curve.append({
             "docs": len(labelled),
             "tokens": int(token_counts[labelled].sum()),
@@ -426,6 +430,7 @@ def simulate_from_model(
     candidates: int | None = None,
     label_map: dict[str, str | None] | None = None,
     progress: Progress | None = None,
+    bias: float | str = 0.0,
 ) -> dict[str, Any]:
     """The review loop from a starting model, retraining exactly as the app does.
 
@@ -436,7 +441,10 @@ def simulate_from_model(
     and keeps it only if it is not worse on labelled notes it did not see. The
     curve scores the *active* model on ``test`` after each round, starting
     with the starting model itself at 0 notes; ``accepted`` says whether the
-    registry kept that round's candidate.
+    registry kept that round's candidate. ``bias`` is the project's O-label
+    bias the curve is scored at (``"recall"``: the starting model's recorded
+    recall bias), fixed for the run as a project setting is; the registry's
+    decisions are taken at bias 0 as in the app.
     """
     from deid_core.learning.registry import RetrainPolicy
     from deid_core.learning.retrain import make_trainer, training_corpus
@@ -467,7 +475,10 @@ def simulate_from_model(
         if progress is not None:
             progress(message, min(1.0, done / total))
 
-    start_scores = _evaluate(start_model, test)
+    from deid_core.engine.recall_bias import resolve_bias
+
+    bias = resolve_bias(bias, start_model.metadata, "the starting model")
+    start_scores = _evaluate(start_model, test, bias)
     tick("starting model scored")
     result: dict[str, Any] = {}
     if full_pool:
@@ -477,7 +488,7 @@ def simulate_from_model(
         trainer = make_trainer(base, lang=lang, scheme=start_model.scheme,
                                config=candidate_config(start_model.config, policy), policy=policy)
         full = trainer(pool, None)
-        result["full_pool"] = {**_evaluate(full, test), "docs": len(pool),
+        result["full_pool"] = {**_evaluate(full, test, bias), "docs": len(pool),
                                "tokens": int(token_counts.sum()),
                                "train_seconds": round(time.perf_counter() - t0, 3)}
         tick("full pool")
@@ -486,7 +497,7 @@ def simulate_from_model(
         for k, name in enumerate(strategies):
             runs[name].append(_start_run(
                 name, start_model, base, pool, test, token_counts, schedule, start_scores, policy,
-                lang, np.random.default_rng([seed, r, k]), candidates, tick,
+                lang, np.random.default_rng([seed, r, k]), candidates, tick, bias,
             ))
     result["strategies"] = {name: {"curve": summarise(runs[name])} for name in strategies}
     result["start_model"] = {"version": start_model.version, **start_scores,
@@ -494,6 +505,7 @@ def simulate_from_model(
     result["settings"] = {
         "pool_docs": len(pool), "test_docs": len(test), "seed_docs": 0, "batch": batch,
         "budget": budget, "repeats": repeats, "seed": seed, "lang": lang, "candidates": candidates,
+        "bias": bias,
         "policy": policy.to_settings(), "label_map": dict(label_map) if label_map else None,
     }
     return result

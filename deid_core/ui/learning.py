@@ -160,9 +160,17 @@ def starter_applies(lang: str, scheme: str) -> bool:
 
 
 def install_starter(
-    engine: Engine, project: str, actor: Actor, *, progress: Progress | None = None
+    engine: Engine, project: str, actor: Actor, *, progress: Progress | None = None,
+    use_recall_bias: bool = True,
 ) -> dict[str, Any]:
     """Give a project the starter model as its first, active version and pre-annotate its queue.
+
+    With ``use_recall_bias`` the project's O-label bias becomes the starter's
+    recorded recall bias (audited as a settings change by ``actor``): recall
+    comes first, and on hand-written notes nobody tuned on (docs/engine.md,
+    set 13) it gains 0.048 character recall for 0.010 precision over bias 0.
+    Models from later retrains are on the same score scale
+    (``deid_core.engine.calibration``), so the setting keeps its meaning.
 
     The starter is built (first use) or taken from its cache, then copied into
     the project's model directory: the cache is replaced when the code
@@ -173,6 +181,7 @@ def install_starter(
 
     from deid_core.engine.model import DeidModel
     from deid_core.synthetic.starter import ensure_starter
+    from deid_core.ui.bias import model_recall_bias
     from deid_core.ui.queue import predict_unreviewed
 
     info = repo.get_project(engine, project)
@@ -196,12 +205,16 @@ def install_starter(
                  "recall_bias": model.metadata.get("recall_bias")},
         activate=True, actor=actor,
     )
+    bias = float(info.settings.get("bias", 0.0))
+    recall_bias = model_recall_bias(model)
+    if use_recall_bias and recall_bias is not None and recall_bias != bias:
+        bias = float(repo.update_project_settings(engine, project, {"bias": recall_bias}, actor=actor)
+                     .settings["bias"])
     n = predict_unreviewed(engine, project, model, model_version=mv.version, model_version_id=mv.id,
-                           bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.8, 1.0),
-                           actor=actor)
+                           bias=bias, progress=_scale(progress, 0.8, 1.0), actor=actor)
     if progress is not None:
         progress("starter model active", 1.0)
-    return {"version": mv.version, "predicted": n}
+    return {"version": mv.version, "predicted": n, "bias": bias}
 
 
 def predict_with_active(
