@@ -50,9 +50,11 @@ def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
     recall_bias = model_recall_bias(model)  # the recorded value on the slider's grid and range
     assert recall_bias == min(BIAS_MAX, max(BIAS_MIN, round(model.metadata[RECALL_BIAS_KEY] * 4) / 4))
     assert any("records a recall bias" in c for c in texts(at.caption))
+    assert not any("uses it now" in c for c in texts(at.caption))
     at.button(key="use_recall_bias").click().run()
     assert not at.exception
     assert float(repo.get_project(engine, PROJECT).settings["bias"]) == recall_bias
+    assert any("uses it now" in c for c in texts(at.caption))
     job = get_job(f"predict:{repo.get_project(engine, PROJECT).id}")
     if job is not None:
         wait(job, timeout=120)
