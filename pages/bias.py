@@ -67,16 +67,17 @@ def use_bias(value: float) -> None:
 recall_bias = model_recall_bias(model)
 if recall_bias is not None:
     info = model.metadata.get("recall_bias_info") or {}
+    in_use = float(project.settings.get("bias", 0.0)) == recall_bias
     st.caption(
         f"Model {mv.version} records a recall bias of {recall_bias:+.2f}: the largest bias that"
         f" reached {100 * float(info.get('target', 0.97)):.0f}% character recall on its own"
         " held-out synthetic notes (not your notes: check it on reviewed notes below)."
         + (" The project uses it now: a project that starts from the starter model starts there."
-           if float(project.settings.get("bias", 0.0)) == recall_bias else "")
+           if in_use else "")
     )
     recall_job = get_job(job_name)
     if st.button(f"Use the model's recall bias ({recall_bias:+.2f}) for this project", key="use_recall_bias",
-                 disabled=recall_job is not None and recall_job.running):
+                 disabled=in_use or (recall_job is not None and recall_job.running)):
         state["bias_slider"] = recall_bias
         use_bias(recall_bias)
 

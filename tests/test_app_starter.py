@@ -55,6 +55,7 @@ def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
     assert not at.exception
     assert float(repo.get_project(engine, PROJECT).settings["bias"]) == recall_bias
     assert any("uses it now" in c for c in texts(at.caption))
+    assert at.button(key="use_recall_bias").disabled  # nothing left to apply
     job = get_job(f"predict:{repo.get_project(engine, PROJECT).id}")
     if job is not None:
         wait(job, timeout=120)
