@@ -141,3 +141,22 @@ def test_notes_a_model_separates_keep_the_scale_bounded(notes) -> None:
     assert largest <= MAX_WEIGHT * 1.001
     for doc in notes[60:70]:
         assert np.isfinite(model.predict(doc).logprob)
+
+
+def test_loading_an_unscaled_margin_model_warns(pa_model, tmp_path, caplog) -> None:
+    """Fast-round models saved before score scales existed still load, with a warning."""
+    import logging
+
+    old = DeidModel(
+        crf_bytes=pa_model._crf_bytes, lang="en", scheme=pa_model.scheme, config=pa_model.config,
+        gazetteer=pa_model.gazetteer, rule_mapping=pa_model.rule_mapping,
+        metadata={k: v for k, v in pa_model.metadata.items() if not k.startswith(SCORE_SCALE_KEY)},
+        rules_text=pa_model.rules_text, filters_text=pa_model.filters_text,
+    )
+    old.save(tmp_path / "old")
+    pa_model.save(tmp_path / "new")
+    with caplog.at_level(logging.WARNING, logger="deid_core.engine.model"):
+        DeidModel.load(tmp_path / "new")
+        assert not [r for r in caplog.records if "score scales" in r.getMessage()]
+        DeidModel.load(tmp_path / "old")
+    assert [r for r in caplog.records if "score scales" in r.getMessage()]

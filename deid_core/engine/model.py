@@ -819,7 +819,7 @@ class DeidModel:
                 texts[name] = (directory / name).read_text(encoding="utf-8") if name in expected else None
             except (OSError, UnicodeDecodeError) as exc:
                 raise ModelError(f"{directory / name}: cannot read ({type(exc).__name__})") from exc
-        return cls(
+        model = cls(
             crf_bytes=(directory / CRF_FILE).read_bytes(),
             lang=lang,
             scheme=_scheme_from_dict(scheme_raw, str(directory / SCHEME_FILE)),
@@ -838,6 +838,14 @@ class DeidModel:
                 if TRANSFORMS_FILE in manifest.get("editable", []) else None
             ),
         )
+        if needs_scale(config.algorithm) and SCORE_SCALE_KEY not in model.metadata:
+            log.warning(
+                "model %s was trained with crfsuite %r before score scales were fitted: its bias-0 tags are"
+                " right, but its probabilities, span scores and O-label bias are not on a likelihood scale"
+                " (retrain to fix; docs/engine.md, 'Score scale of margin-trained models')",
+                model.version, config.algorithm,
+            )
+        return model
 
 
 def _data_text(kind: str, lang: str, path: str | None) -> str:
