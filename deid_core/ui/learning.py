@@ -169,8 +169,9 @@ def install_starter(
     recorded recall bias (audited as a settings change by ``actor``): recall
     comes first, and on hand-written notes nobody tuned on (docs/engine.md,
     set 13) it gains 0.048 character recall for 0.010 precision over bias 0.
-    Models from later retrains are on the same score scale
-    (``deid_core.engine.calibration``), so the setting keeps its meaning.
+    Later retrains' fast models have their scores fitted to a likelihood
+    scale as the L-BFGS starter's are (``deid_core.engine.calibration``), so
+    the setting keeps its meaning across model versions.
 
     The starter is built (first use) or taken from its cache, then copied into
     the project's model directory: the cache is replaced when the code
