@@ -37,6 +37,8 @@ def test_a_new_english_project_starts_from_the_starter(tmp_path, monkeypatch):
     active = repo.active_model_version(engine, "ward")
     assert active is not None and active.version == starter.version
     assert active.artifact_path.startswith(str(tmp_path / "models"))
+    # recall first: the new project starts at the starter's recall bias
+    assert repo.get_project(engine, "ward").settings["bias"] == model_recall_bias(starter)
 
 
 def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
