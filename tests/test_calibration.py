@@ -160,3 +160,13 @@ def test_loading_an_unscaled_margin_model_warns(pa_model, tmp_path, caplog) -> N
         assert not [r for r in caplog.records if "score scales" in r.getMessage()]
         DeidModel.load(tmp_path / "old")
     assert [r for r in caplog.records if "score scales" in r.getMessage()]
+
+
+def test_fold_stand_ins_are_scaled_like_the_candidate(notes) -> None:
+    """A comparison at the project's bias decodes the k-fold stand-ins at that bias too."""
+    from deid_core.engine.model import train_models
+
+    models = train_models(notes[:40], lang="en", scheme=SCHEME, config=TrainConfig(algorithm="pa", max_iterations=5),
+                          leave_out=[list(range(30, 35)), list(range(35, 40))], calibration=notes[60:])
+    assert len(models) == 3
+    assert all(m.metadata[SCORE_SCALE_KEY] > 2 for m in models)

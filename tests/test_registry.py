@@ -329,3 +329,29 @@ def test_kfold_comparison_carries_paired_p_values() -> None:
     assert set(p) == {"strict_f1", "char_recall"} and p["strict_f1"] < 0.05  # 0 vs 1 on 12 notes
     assert not result.decision.accepted
     assert result.decision.to_audit()["p_values"] == p
+
+
+class BiasModel(LabelModel):
+    """Finds DATE spans always and NAME spans only at a bias of -1 or below (a recall-leaning project)."""
+
+    def predict_many(self, docs, bias=0.0, progress=False):  # noqa: ANN001
+        keep = {"DATE", "NAME"} if bias <= -1 else {"DATE"}
+        return [FakePrediction(d.id, tuple(s for s in d.spans if s.label in keep & self.labels)) for d in docs]
+
+
+def test_candidate_and_active_are_compared_at_the_projects_bias() -> None:
+    """A candidate that is as good at bias 0 but misses what the active model finds at the
+    project's recall-leaning bias is kept at 0 and rejected at -1.25."""
+    reviewed = [note(i) for i in range(200)]
+    policy = RetrainPolicy(heldout_share=5, min_heldout=20, significance=None)
+    active = BiasModel({"NAME", "DATE"}, [])
+
+    def date_only(docs, progress=None):  # noqa: ANN001, ANN202
+        return BiasModel({"DATE"}, [d.id for d in docs])
+
+    at0 = retrain(reviewed, trainer=date_only, active_model=active, active_train_ids=set(), policy=policy)
+    low = retrain(reviewed, trainer=date_only, active_model=active, active_train_ids=set(), policy=policy,
+                  bias=-1.25)
+    assert at0.decision.accepted and at0.metrics["compared_at_bias"] == 0.0
+    assert not low.decision.accepted and "character recall dropped" in low.decision.reason
+    assert low.metrics["compared_at_bias"] == -1.25

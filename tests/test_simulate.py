@@ -218,7 +218,7 @@ def test_one_retrain_path_for_app_and_simulation(tmp_path, monkeypatch, start_mo
         pass
 
     def spy(reviewed, *, active_model, policy, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        calls.append((active_model.version, len(reviewed), policy.adaptation))
+        calls.append((active_model.version, len(reviewed), policy.adaptation, kwargs.get("bias")))
         raise Stop("spy")
 
     monkeypatch.setattr(retrain_module, "retrain_round", spy)
@@ -226,14 +226,15 @@ def test_one_retrain_path_for_app_and_simulation(tmp_path, monkeypatch, start_mo
     start = DeidModel.load(start_model_dir)
     repo.register_model_version(engine, PROJECT, version=start.version,
                                 artifact_path=str(start_model_dir), n_train_docs=8, activate=True)
-    repo.update_project_settings(engine, PROJECT, START_POLICY)
+    repo.update_project_settings(engine, PROJECT, {**START_POLICY, "bias": -1.25})
     with pytest.raises(Stop):
         retrain_project(engine, PROJECT, "ada")
     pool, test = corpora
     with pytest.raises(Stop):
         simulate_from_model(start, pool[:6], test[:3], strategies=["random"], batch=3, budget=3,
-                            full_pool=False)
-    assert calls == [(start.version, 3, "augment"), (start.version, 3, "augment")]
+                            full_pool=False, bias=-1.25)
+    # both compare at the project's bias
+    assert calls == [(start.version, 3, "augment", -1.25), (start.version, 3, "augment", -1.25)]
 
 
 def test_simulation_runs_full_rounds_when_the_app_would(monkeypatch, start_model_dir, corpora) -> None:  # noqa: ANN001
@@ -292,14 +293,23 @@ def test_simulate_policy_takes_the_in_loop_corpus_budget() -> None:
     assert start_policy(argparse.Namespace(**none, loop_base_chars=5000)).loop_base_chars == 5000
 
 
-def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora) -> None:  # noqa: ANN001
+def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora, monkeypatch) -> None:  # noqa: ANN001
     """``bias`` scores every curve point at that bias (a number, or the start model's recall
-    bias); the registry still decides at bias 0, so the same rounds are kept."""
+    bias), and the registry compares at it, as the app does with the project's bias."""
     from deid_core.engine.model import DeidModel
     from deid_core.errors import ModelError
+    from deid_core.learning import retrain as retrain_module
     from deid_core.learning.registry import RetrainPolicy
     from deid_core.learning.simulate import simulate_from_model
 
+    seen: list[float] = []
+    real = retrain_module.retrain_round
+
+    def spy(reviewed, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        seen.append(kwargs["bias"])
+        return real(reviewed, **kwargs)
+
+    monkeypatch.setattr(retrain_module, "retrain_round", spy)
     pool, test = corpora
     start = DeidModel.load(start_model_dir)
     policy = RetrainPolicy(**START_POLICY)
@@ -308,9 +318,9 @@ def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora)
             for b in (0.0, -3.0)}
     at0, low = (runs[b]["strategies"]["random"]["curve"] for b in (0.0, -3.0))
     assert runs[-3.0]["settings"]["bias"] == -3.0
-    assert [p["accepted"] for p in at0] == [p["accepted"] for p in low]
+    assert seen == [0.0, 0.0, -3.0, -3.0]
     assert low[0]["char_recall"] >= at0[0]["char_recall"]
-    assert any(a["char_precision"] != b["char_precision"] for a, b in zip(at0, low))
+    assert low[0]["char_precision"] != at0[0]["char_precision"]
     with pytest.raises(ModelError, match="recall bias"):
         simulate_from_model(start, pool[:8], test[:4], strategies=["random"], batch=4, budget=4,
                             policy=policy, full_pool=False, bias="recall")

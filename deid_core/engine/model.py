@@ -1014,8 +1014,8 @@ def train_models(
     scale fitted (``DeidModel.calibrate``) on ``calibration``, gold notes it
     did not train on, or, without them, on a seeded sample of its own
     training notes (overconfident, but on the right order of magnitude). The
-    ``leave_out`` models are only compared at bias 0, where the scale changes
-    nothing, and are left unscaled.
+    ``leave_out`` models are scaled too: a comparison at the project's bias
+    needs them on the same scale as the candidate they stand in for.
     """
     config = config or TrainConfig()
     if not docs:
@@ -1213,7 +1213,7 @@ def train_models(
             rules_text=rules_text,
             charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
         )
-        if k == 0 and needs_scale(config.algorithm):
+        if needs_scale(config.algorithm):
             report("fitting the score scale", 0.99)
             order = np.random.default_rng(config.seed).permutation(len(docs))
             model.calibrate(calibration if calibration is not None else [docs[i] for i in order])

@@ -163,9 +163,9 @@ def split_reviewed(
 # --------------------------------------------------------------------------- scoring
 
 
-def predict_documents(model: Any, docs: Sequence[Document]) -> list[Document]:
-    """Model output as documents (``Prediction.to_document``), for the metric functions."""
-    preds = model.predict_many(list(docs))
+def predict_documents(model: Any, docs: Sequence[Document], bias: float = 0.0) -> list[Document]:
+    """Model output at ``bias`` as documents (``Prediction.to_document``), for the metric functions."""
+    preds = model.predict_many(list(docs), bias) if bias else model.predict_many(list(docs))
     return [p.to_document(d) for p, d in zip(preds, docs)]
 
 
@@ -347,8 +347,9 @@ def compare(
     progress: Progress | None = None,
     plan: ComparisonPlan | None = None,
     fold_models: Sequence[Any] | None = None,
+    bias: float = 0.0,
 ) -> Comparison:
-    """Score candidate against active on reviewed notes neither was trained on.
+    """Score candidate against active on reviewed notes neither was trained on, at the project's ``bias``.
 
     ``trainer``/``active_trainer`` rebuild each model's training procedure for
     the k-fold comparison; ``active_trainer`` defaults to ``trainer`` (the
@@ -362,11 +363,11 @@ def compare(
                                active_train_ids=active_train_ids, policy=policy)
     if plan.method == "heldout":
         unseen_heldout = list(plan.docs)
-        cand_docs = predict_documents(candidate_model, unseen_heldout)
+        cand_docs = predict_documents(candidate_model, unseen_heldout, bias)
         cand = evaluate_predictions(unseen_heldout, cand_docs)
         act, p_values = None, None
         if active_model is not None:
-            act_docs = predict_documents(active_model, unseen_heldout)
+            act_docs = predict_documents(active_model, unseen_heldout, bias)
             act = evaluate_predictions(unseen_heldout, act_docs)
             p_values = _p_values(unseen_heldout, cand_docs, act_docs, policy)
         if progress:
@@ -388,19 +389,19 @@ def compare(
         lo, hi = i / len(folds), (i + 1) / len(folds)
         cand_fold = fold_models[i] if fold_models is not None else trainer(rest, _scale(progress, lo, (lo + hi) / 2))
         gold.extend(fold)
-        cand_pred.extend(predict_documents(cand_fold, fold))
+        cand_pred.extend(predict_documents(cand_fold, fold, bias))
         if active_model is None:
             continue
         if method == "kfold-unseen":
-            act_pred.extend(predict_documents(active_model, fold))
+            act_pred.extend(predict_documents(active_model, fold, bias))
         elif act_rest:
             act_fold = active_trainer(act_rest, _scale(progress, (lo + hi) / 2, hi))
-            act_pred.extend(predict_documents(act_fold, fold))
+            act_pred.extend(predict_documents(act_fold, fold, bias))
         else:
             # Nothing of the active model's training data is outside this fold,
             # so its procedure cannot be re-run; the active model itself stands
             # in. It may have seen the fold, which favours keeping it: the safe side.
-            act_pred.extend(predict_documents(active_model, fold))
+            act_pred.extend(predict_documents(active_model, fold, bias))
         log.info("k-fold comparison: fold %d/%d (%d eval notes)", i + 1, len(folds), len(fold))
     return Comparison(
         method,
@@ -435,8 +436,12 @@ def retrain(
     policy: RetrainPolicy | None = None,
     progress: Progress | None = None,
     lang: str = "en",
+    bias: float = 0.0,
 ) -> RetrainResult:
     """Train a candidate on the reviewed notes and decide whether it replaces the active model.
+
+    Both models are scored at ``bias``, the project's O-label bias: the
+    operating point the project tags at is the one that must not get worse.
 
     Pure apart from training: the caller records the returned decision (the
     store as a ModelVersion row and an audit event) and activates the model.
@@ -480,6 +485,7 @@ def retrain(
         progress=_scale(progress, 0.8 if fold_models is not None else 0.4, 1.0),
         plan=plan,
         fold_models=fold_models,
+        bias=bias,
     )
     if comparison.method == "none":
         accepted, reason = True, (
@@ -497,6 +503,7 @@ def retrain(
         "n_train_tokens": n_tokens,
         "train_seconds": round(train_seconds, 3),
         "evaluation": decision.to_audit(),
+        "compared_at_bias": float(bias),
     }
     log.info(
         "retrain: %d notes, %s (%s)", len(train_docs), "activated" if accepted else "rejected", comparison.method

@@ -263,8 +263,9 @@ def retrain_round(
     active_train_ids: set[str] | None = None,
     base_docs: Sequence[Document] | None = None,
     progress: Progress | None = None,
+    bias: float = 0.0,
 ) -> RetrainResult:
-    """Train a candidate on the active model's corpus plus ``reviewed`` and decide on it.
+    """Train a candidate on the active model's corpus plus ``reviewed`` and decide on it at ``bias``.
 
     ``base_docs`` saves rebuilding the active model's training corpus each
     round (the simulation rebuilds it once); by default it is
@@ -292,7 +293,7 @@ def retrain_round(
     base = sample
     result = retrain(
         reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_train_ids,
-        policy=policy, progress=progress, lang=lang,
+        policy=policy, progress=progress, lang=lang, bias=bias,
     )
     result.metrics["n_base_docs"] = len(base)
     result.metrics["n_base_corpus"] = n_corpus

@@ -387,7 +387,7 @@ def _start_run(
         t0, c0 = time.perf_counter(), time.process_time()
         result = retrain_round(
             [pool[i] for i in labelled], active_model=active, policy=policy.full() if full else policy,
-            lang=lang, active_train_ids=active_ids, base_docs=base,
+            lang=lang, active_train_ids=active_ids, base_docs=base, bias=bias,
         )
         round_seconds = time.perf_counter() - t0
         round_cpu = time.process_time() - c0
@@ -443,8 +443,8 @@ def simulate_from_model(
     with the starting model itself at 0 notes; ``accepted`` says whether the
     registry kept that round's candidate. ``bias`` is the project's O-label
     bias the curve is scored at (``"recall"``: the starting model's recorded
-    recall bias), fixed for the run as a project setting is; the registry's
-    decisions are taken at bias 0 as in the app.
+    recall bias), fixed for the run as a project setting is; the registry
+    compares candidate and active at it, as the app does with the project's.
     """
     from deid_core.learning.registry import RetrainPolicy
     from deid_core.learning.retrain import make_trainer, training_corpus

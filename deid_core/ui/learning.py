@@ -93,7 +93,7 @@ def retrain_project(
         reviewed, active_model=active_model, policy=policy, lang=info.lang,
         scheme=load_scheme(info.scheme) if active_model is None else None,
         base_config=TrainConfig(max_iterations=APP_MAX_ITERATIONS) if active_model is None else None,
-        active_train_ids=active_ids, progress=say,
+        active_train_ids=active_ids, progress=say, bias=float(info.settings.get("bias", 0.0)),
     )
     config = result.model.config
     target = models_dir(project, active.artifact_path if active else None)
