@@ -51,6 +51,16 @@ def test_no_gold_tokens_keeps_scale_one() -> None:
     assert fit_scale([], np.zeros((3, 3))) == 1.0
 
 
+def without_scale(model: DeidModel) -> DeidModel:
+    """The same CRF and files with no score scale recorded (as a fast-round model was before)."""
+    return DeidModel(
+        crf_bytes=model._crf_bytes, lang="en", scheme=model.scheme, config=model.config,
+        gazetteer=model.gazetteer, rule_mapping=model.rule_mapping,
+        metadata={k: v for k, v in model.metadata.items() if not k.startswith(SCORE_SCALE_KEY)},
+        rules_text=model.rules_text, filters_text=model.filters_text,
+    )
+
+
 @pytest.fixture(scope="module")
 def notes():
     return generate_notes(80, seed=7, lang="en")
@@ -66,12 +76,7 @@ def test_margin_model_is_scaled_and_keeps_its_bias_zero_tags(pa_model, notes, tm
     scale = pa_model.metadata[SCORE_SCALE_KEY]
     assert scale > 2  # `pa` weights are far smaller than a likelihood fit's
     assert pa_model.metadata["score_scale_info"]["held_out"] is True
-    unscaled = DeidModel(
-        crf_bytes=pa_model._crf_bytes, lang="en", scheme=pa_model.scheme, config=pa_model.config,
-        gazetteer=pa_model.gazetteer, rule_mapping=pa_model.rule_mapping,
-        metadata={k: v for k, v in pa_model.metadata.items() if k != SCORE_SCALE_KEY},
-        rules_text=pa_model.rules_text, filters_text=pa_model.filters_text,
-    )
+    unscaled = without_scale(pa_model)
     held = notes[60:]
     for doc in held:
         assert pa_model.predict(doc).tags == unscaled.predict(doc).tags
@@ -103,11 +108,7 @@ def test_bias_means_what_it_means_for_a_likelihood_model(pa_model, notes) -> Non
 
     gold_share = phi_share(pa_model, 0.0)
     assert phi_share(pa_model, -1.0) < 2 * gold_share
-    unscaled = DeidModel(
-        crf_bytes=pa_model._crf_bytes, lang="en", scheme=pa_model.scheme, config=pa_model.config,
-        gazetteer=pa_model.gazetteer, rule_mapping=pa_model.rule_mapping, metadata={},
-        rules_text=pa_model.rules_text, filters_text=pa_model.filters_text,
-    )
+    unscaled = without_scale(pa_model)
     assert phi_share(unscaled, -1.0) > 2 * gold_share
 
 
@@ -147,12 +148,7 @@ def test_loading_an_unscaled_margin_model_warns(pa_model, tmp_path, caplog) -> N
     """Fast-round models saved before score scales existed still load, with a warning."""
     import logging
 
-    old = DeidModel(
-        crf_bytes=pa_model._crf_bytes, lang="en", scheme=pa_model.scheme, config=pa_model.config,
-        gazetteer=pa_model.gazetteer, rule_mapping=pa_model.rule_mapping,
-        metadata={k: v for k, v in pa_model.metadata.items() if not k.startswith(SCORE_SCALE_KEY)},
-        rules_text=pa_model.rules_text, filters_text=pa_model.filters_text,
-    )
+    old = without_scale(pa_model)
     old.save(tmp_path / "old")
     pa_model.save(tmp_path / "new")
     with caplog.at_level(logging.WARNING, logger="deid_core.engine.model"):

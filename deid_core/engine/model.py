@@ -505,6 +505,7 @@ class DeidModel:
     def _use_scale(self, scale: float) -> None:
         if not (math.isfinite(scale) and scale > 0):
             raise ModelError(f"model {self.version}: {SCORE_SCALE_KEY} must be a positive number, got {scale!r}")
+        self._scale = scale
         self.weights = scaled_weights(self._unscaled, scale)
         self._scorer = EmissionScorer(self.weights, self.extractor.word_type_features, self.extractor.offsets)
 
@@ -518,7 +519,6 @@ class DeidModel:
         a label the CRF has no tag for are skipped. Call it before the model is
         shared: it changes what the model's marginals and bias mean.
         """
-        self._use_scale(1.0)
         tag_index = {t: i for i, t in enumerate(self.tag_names)}
         notes: list[tuple[np.ndarray, Any, np.ndarray]] = []
         tokens = 0
@@ -533,7 +533,9 @@ class DeidModel:
                 continue
             notes.append((enc.emissions, enc.sentences, np.array([tag_index[t] for t in tags], dtype=np.int64)))
             tokens += len(tags)
-        scale = fit_scale(notes, self.weights.transitions, bounds=scale_bounds(self.weights))
+        # Fitted relative to the weights in use (the emissions above), so no rebuild at scale 1 first.
+        factor = fit_scale(notes, self.weights.transitions, bounds=scale_bounds(self.weights))
+        scale = factor if self._scale == 1.0 else round(self._scale * factor, 4)
         self.metadata[SCORE_SCALE_KEY] = scale
         self.metadata["score_scale_info"] = {"documents": len(notes), "tokens": tokens}
         self._use_scale(scale)
@@ -1160,6 +1162,12 @@ def train_models(
         if rules is not None
         else {}
     )
+    # Margin trainers only: gold to fit each model's score scale on (its own notes, shuffled, if none given).
+    scale_notes: Sequence[Document] | None = None
+    if needs_scale(config.algorithm):
+        scale_notes = calibration if calibration is not None else [
+            docs[i] for i in np.random.default_rng(config.seed).permutation(len(docs))
+        ]
     models = []
     for k, keep in enumerate(members):
         # What the model tags with comes from its own training notes only.
@@ -1213,10 +1221,9 @@ def train_models(
             rules_text=rules_text,
             charcrf_bytes=char_tagger.crf_bytes if char_tagger is not None else None,
         )
-        if needs_scale(config.algorithm):
+        if scale_notes is not None:
             report("fitting the score scale", 0.99)
-            order = np.random.default_rng(config.seed).permutation(len(docs))
-            model.calibrate(calibration if calibration is not None else [docs[i] for i in order])
+            model.calibrate(scale_notes)
             model.metadata["score_scale_info"]["held_out"] = calibration is not None
         log.info("trained model %s on %d documents, %d tokens", model.version, len(keep), metadata["tokens"])
         models.append(model)

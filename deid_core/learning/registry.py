@@ -165,7 +165,7 @@ def split_reviewed(
 
 def predict_documents(model: Any, docs: Sequence[Document], bias: float = 0.0) -> list[Document]:
     """Model output at ``bias`` as documents (``Prediction.to_document``), for the metric functions."""
-    preds = model.predict_many(list(docs), bias) if bias else model.predict_many(list(docs))
+    preds = model.predict_many(list(docs), bias)
     return [p.to_document(d) for p, d in zip(preds, docs)]
 
 

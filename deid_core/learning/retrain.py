@@ -233,23 +233,9 @@ class RoundTrainer:
         return candidate, [self._record(m, n_base, len(reviewed) - len(f)) for m, f in zip(models[1:], folds)]
 
 
-def make_trainer(
-    base_docs: Sequence[Document],
-    *,
-    lang: str,
-    scheme: Any,
-    config: Any,
-    policy: RetrainPolicy,
-    corpus: Mapping[str, Any] | None = None,
-    calibration: Sequence[Document] | None = None,
-) -> RoundTrainer:
-    """The round's training procedure: the base notes plus the reviewed notes given to it.
-
-    ``calibration``: gold notes none of its models trains on, for a margin
-    trainer's score scale (:func:`calibration_notes`).
-    """
-    return RoundTrainer(base_docs, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus,
-                        calibration=calibration)
+#: The round's training procedure: the base notes plus the reviewed notes given to it;
+#: ``calibration`` is gold none of its models trains on (:func:`calibration_notes`).
+make_trainer = RoundTrainer
 
 
 def retrain_round(
@@ -290,12 +276,11 @@ def retrain_round(
     sample = in_loop_base(base, policy.loop_base_chars)
     trainer = make_trainer(sample, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus,
                            calibration=calibration_notes(base, sample))
-    base = sample
     result = retrain(
         reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_train_ids,
         policy=policy, progress=progress, lang=lang, bias=bias,
     )
-    result.metrics["n_base_docs"] = len(base)
+    result.metrics["n_base_docs"] = len(sample)
     result.metrics["n_base_corpus"] = n_corpus
     result.metrics["adaptation"] = policy.adaptation
     result.metrics["reviewed_weight"] = policy.reviewed_weight

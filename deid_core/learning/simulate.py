@@ -54,10 +54,7 @@ _SCORES = ("strict_f1", "strict_precision", "strict_recall", "char_recall", "cha
 
 
 def _evaluate(model: Any, test: Sequence[Document], bias: float = 0.0) -> dict[str, float]:
-    preds = predict_documents(model, test) if bias == 0.0 else [
-        p.to_document(d) for p, d in zip(model.predict_many(list(test), bias), test)
-    ]
-    m = evaluate_predictions(test, preds)
+    m = evaluate_predictions(test, predict_documents(model, test, bias))
     return {k: m[k] for k in _SCORES}
 
 
