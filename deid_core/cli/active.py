@@ -88,9 +88,9 @@ def register(subparsers: Any) -> None:
                    help="with --start-model: characters of the starter's corpus a fast round trains on"
                         " (default: the retrain policy's; 0: all of it)")
     p.add_argument("--bias", default="0", metavar="B|recall",
-                   help="with --start-model: the project's O-label bias ('recall': the start model's recorded"
-                        " recall bias; default 0): the curve is scored and the registry compares at it,"
-                        " as the app does")
+                   help="with --start-model: the project's O-label bias ('recall': each active model's own"
+                        " recorded recall bias, as a project that follows it; default 0): the curve is"
+                        " scored and the registry compares at it, as the app does")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 

@@ -163,9 +163,22 @@ def split_reviewed(
 # --------------------------------------------------------------------------- scoring
 
 
-def predict_documents(model: Any, docs: Sequence[Document], bias: float = 0.0) -> list[Document]:
-    """Model output at ``bias`` as documents (``Prediction.to_document``), for the metric functions."""
-    preds = model.predict_many(list(docs), bias)
+def model_bias(model: Any, bias: float | str) -> float:
+    """``bias`` for ``model``: a number as given; ``"recall"``, the model's own recorded recall bias.
+
+    A project that follows the model's recall bias means "the operating point
+    each model version measured to reach the recall target", not a number: a
+    margin-trained candidate is sharper than the starter, so at the starter's
+    number it finds less (docs/active.md, session 12).
+    """
+    from deid_core.engine.recall_bias import resolve_bias
+
+    return resolve_bias(bias, getattr(model, "metadata", {}), f"model {getattr(model, 'version', '?')}")
+
+
+def predict_documents(model: Any, docs: Sequence[Document], bias: float | str = 0.0) -> list[Document]:
+    """Model output at ``bias`` (see :func:`model_bias`) as documents, for the metric functions."""
+    preds = model.predict_many(list(docs), model_bias(model, bias))
     return [p.to_document(d) for p, d in zip(preds, docs)]
 
 
@@ -347,7 +360,7 @@ def compare(
     progress: Progress | None = None,
     plan: ComparisonPlan | None = None,
     fold_models: Sequence[Any] | None = None,
-    bias: float = 0.0,
+    bias: float | str = 0.0,
 ) -> Comparison:
     """Score candidate against active on reviewed notes neither was trained on, at the project's ``bias``.
 
@@ -436,12 +449,13 @@ def retrain(
     policy: RetrainPolicy | None = None,
     progress: Progress | None = None,
     lang: str = "en",
-    bias: float = 0.0,
+    bias: float | str = 0.0,
 ) -> RetrainResult:
     """Train a candidate on the reviewed notes and decide whether it replaces the active model.
 
     Both models are scored at ``bias``, the project's O-label bias: the
     operating point the project tags at is the one that must not get worse.
+    ``"recall"`` scores each model at its own recorded recall bias.
 
     Pure apart from training: the caller records the returned decision (the
     store as a ModelVersion row and an audit event) and activates the model.
@@ -503,8 +517,13 @@ def retrain(
         "n_train_tokens": n_tokens,
         "train_seconds": round(train_seconds, 3),
         "evaluation": decision.to_audit(),
-        "compared_at_bias": float(bias),
+        "compared_at_bias": bias if isinstance(bias, str) else float(bias),
     }
+    if isinstance(bias, str):
+        metrics["compared_at_biases"] = {
+            "candidate": model_bias(candidate, bias),
+            "active": model_bias(active_model, bias) if active_model is not None else None,
+        }
     log.info(
         "retrain: %d notes, %s (%s)", len(train_docs), "activated" if accepted else "rejected", comparison.method
     )

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]
 
-__all__ = ["RoundTrainer", "candidate_config", "in_loop_base", "make_trainer", "retrain_round", "training_corpus"]
+__all__ = ["RecallBiasChoice", "RoundTrainer", "candidate_config", "in_loop_base", "make_trainer", "retrain_round", "training_corpus"]
 
 
 def training_corpus(model: Any) -> list[Document]:
@@ -138,6 +138,74 @@ def calibration_notes(base_docs: Sequence[Document], sample: Sequence[Document])
     return [rest[i] for i in np.random.default_rng(1).permutation(len(rest)).tolist()]
 
 
+class RecallBiasChoice:
+    """How a round gives each model it trains a recall bias of its own, as the starter got its.
+
+    The starter records the largest O-label bias whose character recall on
+    its dev notes reaches a target (``engine.recall_bias``). A candidate is
+    measured the same way, on the same dev notes (``dev``, regenerated from
+    the active model's record) and target: its weights have another
+    sharpness, so the starter's number finds less with it (docs/active.md,
+    session 12). Without dev notes, or when no bias reaches the target, the
+    model keeps ``fallback`` (the active model's recall bias).
+    """
+
+    def __init__(self, dev: Sequence[Document], target: float, record: Mapping[str, Any] | None,
+                 fallback: float) -> None:
+        self.dev, self.target, self.record, self.fallback = list(dev), target, record, fallback
+
+    @classmethod
+    def of(cls, model: Any) -> RecallBiasChoice | None:
+        """The choice an active model's candidates get: ``None`` when it records no recall bias."""
+        from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
+        from deid_core.evaluation.bias_sweep import DEFAULT_TARGET
+
+        meta = getattr(model, "metadata", None) or {}
+        fallback = meta.get(RECALL_BIAS_KEY)
+        if not isinstance(fallback, (int, float)) or isinstance(fallback, bool):
+            return None
+        info = meta.get(RECALL_BIAS_INFO_KEY)
+        info = info if isinstance(info, Mapping) else {}
+        record = info.get("dev_corpus")
+        dev: Sequence[Document] = ()
+        if isinstance(record, Mapping) and record.get("kind") == "synthetic":
+            try:
+                dev = _generated_corpus(json.dumps(dict(record), sort_keys=True))
+            except (KeyError, TypeError, ValueError):
+                log.warning("model %s: recall bias dev corpus record is malformed; candidates inherit %s",
+                            getattr(model, "version", "?"), fallback)
+        target = info.get("target", DEFAULT_TARGET)
+        return cls(dev, float(target), dict(record) if dev else None, float(fallback))
+
+    def apply(self, model: Any) -> Any:
+        from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
+        from deid_core.evaluation.bias_sweep import choose_recall_bias
+
+        if not self.dev:
+            model.metadata[RECALL_BIAS_KEY] = self.fallback
+            model.metadata[RECALL_BIAS_INFO_KEY] = {"bias": self.fallback, "inherited": "no dev notes"}
+            return model
+        choice = choose_recall_bias(model, self.dev, target=self.target)
+        bias = choice["bias"] if choice["reached"] else self.fallback
+        model.metadata[RECALL_BIAS_KEY] = bias
+        model.metadata[RECALL_BIAS_INFO_KEY] = {
+            **choice, "bias": bias, "dev_corpus": self.record,
+            **({} if choice["reached"] else {"inherited": "target not reached on the dev notes"}),
+        }
+        return model
+
+    @staticmethod
+    def share(candidate: Any, stand_in: Any) -> Any:
+        """A k-fold stand-in decodes at its candidate's recall bias (one choice per round, not four)."""
+        from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
+
+        if RECALL_BIAS_KEY in candidate.metadata:
+            stand_in.metadata[RECALL_BIAS_KEY] = candidate.metadata[RECALL_BIAS_KEY]
+            stand_in.metadata[RECALL_BIAS_INFO_KEY] = {"bias": candidate.metadata[RECALL_BIAS_KEY],
+                                                       "inherited": "the round's candidate"}
+        return stand_in
+
+
 def _round_cache(base: Sequence[Document], corpus: Mapping[str, Any] | None) -> Any:
     """A training cache for one round, backed by the kept one of a generated corpus."""
     from deid_core.engine.model import TrainingCache
@@ -178,9 +246,10 @@ class RoundTrainer:
     def __init__(
         self, base_docs: Sequence[Document], *, lang: str, scheme: Any, config: Any,
         policy: RetrainPolicy, corpus: Mapping[str, Any] | None = None,
-        calibration: Sequence[Document] | None = None,
+        calibration: Sequence[Document] | None = None, recall_bias: RecallBiasChoice | None = None,
     ) -> None:
         self.base = list(base_docs)
+        self.recall_bias = recall_bias
         self.calibration = list(calibration) if calibration is not None else None
         self.lang, self.scheme, self.policy = lang, scheme, policy
         self.config = replace(config, feature_augmentation=policy.adaptation == "augment")
@@ -201,11 +270,16 @@ class RoundTrainer:
             in_domain=[False] * n_base + [True] * len(reviewed) if augment else None,
         )
 
-    def _record(self, model: Any, n_base: int, n_reviewed: int) -> Any:
+    def _record(self, model: Any, n_base: int, n_reviewed: int, candidate: Any | None = None) -> Any:
         model.metadata["adaptation"] = {
             "method": self.policy.adaptation, "reviewed_weight": self.policy.reviewed_weight,
             "base_documents": n_base, "reviewed_documents": n_reviewed,
         }
+        if self.recall_bias is not None:
+            if candidate is None:
+                self.recall_bias.apply(model)
+            else:
+                RecallBiasChoice.share(candidate, model)
         return model
 
     def __call__(self, reviewed: list[Document], progress: Progress | None = None) -> Any:
@@ -230,7 +304,8 @@ class RoundTrainer:
         models = train_models(docs, progress=progress, leave_out=[[index[d.id] for d in f] for f in folds],
                               **kwargs)
         candidate = self._record(models[0], n_base, len(reviewed))
-        return candidate, [self._record(m, n_base, len(reviewed) - len(f)) for m, f in zip(models[1:], folds)]
+        return candidate, [self._record(m, n_base, len(reviewed) - len(f), candidate)
+                           for m, f in zip(models[1:], folds)]
 
 
 #: The round's training procedure: the base notes plus the reviewed notes given to it;
@@ -249,7 +324,7 @@ def retrain_round(
     active_train_ids: set[str] | None = None,
     base_docs: Sequence[Document] | None = None,
     progress: Progress | None = None,
-    bias: float = 0.0,
+    bias: float | str = 0.0,
 ) -> RetrainResult:
     """Train a candidate on the active model's corpus plus ``reviewed`` and decide on it at ``bias``.
 
@@ -275,7 +350,7 @@ def retrain_round(
     n_corpus = len(base)
     sample = in_loop_base(base, policy.loop_base_chars)
     trainer = make_trainer(sample, lang=lang, scheme=scheme, config=config, policy=policy, corpus=corpus,
-                           calibration=calibration_notes(base, sample))
+                           calibration=calibration_notes(base, sample), recall_bias=RecallBiasChoice.of(active_model))
     result = retrain(
         reviewed, trainer=trainer, active_model=active_model, active_train_ids=active_train_ids,
         policy=policy, progress=progress, lang=lang, bias=bias,

@@ -26,7 +26,7 @@ import numpy as np
 from deid_core.engine.tokenize import tokenize
 from deid_core.errors import UnsupportedFormat
 from deid_core.learning.active import CRFEstimator, DocumentLearner, as_object_array, get_strategy
-from deid_core.learning.registry import evaluate_predictions, predict_documents
+from deid_core.learning.registry import evaluate_predictions, model_bias, predict_documents
 from deid_core.spans import Document
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def curve_schedule(n_pool: int, seed_docs: int, batch: int, budget: int) -> list
 _SCORES = ("strict_f1", "strict_precision", "strict_recall", "char_recall", "char_precision")
 
 
-def _evaluate(model: Any, test: Sequence[Document], bias: float = 0.0) -> dict[str, float]:
+def _evaluate(model: Any, test: Sequence[Document], bias: float | str = 0.0) -> dict[str, float]:
     m = evaluate_predictions(test, predict_documents(model, test, bias))
     return {k: m[k] for k in _SCORES}
 
@@ -142,7 +142,7 @@ def summarise(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
             "strict_f1_std": float(f1.std()),
         }
         for key in ("char_precision", "strict_precision", "strict_recall", "round_seconds",
-                    "round_cpu_seconds"):
+                    "round_cpu_seconds", "bias"):
             if all(key in p for p in points):
                 point[key] = float(np.mean([p[key] for p in points]))
         if all("accepted" in p for p in points):
@@ -349,7 +349,7 @@ def _start_run(
     rng: np.random.Generator,
     candidates: int | None,
     tick: Callable[[str], None],
-    bias: float = 0.0,
+    bias: float | str = 0.0,
 ) -> list[dict[str, Any]]:
     """One strategy from the starting model: query a batch, run the app's retrain round, score.
 
@@ -395,6 +395,7 @@ def _start_run(
             "docs": len(labelled),
             "tokens": int(token_counts[labelled].sum()),
             **scores,
+            "bias": model_bias(active, bias),
             "accepted": result.decision.accepted,
             "reason": result.decision.reason,
             "full": full,
@@ -439,12 +440,13 @@ def simulate_from_model(
     curve scores the *active* model on ``test`` after each round, starting
     with the starting model itself at 0 notes; ``accepted`` says whether the
     registry kept that round's candidate. ``bias`` is the project's O-label
-    bias the curve is scored at (``"recall"``: the starting model's recorded
-    recall bias), fixed for the run as a project setting is; the registry
+    bias the curve is scored at, fixed for the run as a project setting is;
+    ``"recall"`` follows each active model's own recorded recall bias, as a
+    project that uses its model's recall bias does in the app. The registry
     compares candidate and active at it, as the app does with the project's.
     """
     from deid_core.learning.registry import RetrainPolicy
-    from deid_core.learning.retrain import make_trainer, training_corpus
+    from deid_core.learning.retrain import RecallBiasChoice, make_trainer, training_corpus
 
     if not pool or not test:
         raise ValueError("simulate needs a non-empty pool and test set")
@@ -472,10 +474,12 @@ def simulate_from_model(
         if progress is not None:
             progress(message, min(1.0, done / total))
 
-    from deid_core.engine.recall_bias import resolve_bias
+    from deid_core.engine.recall_bias import RECALL, parse_bias
 
-    bias = resolve_bias(bias, start_model.metadata, "the starting model")
-    start_scores = _evaluate(start_model, test, bias)
+    if isinstance(bias, str):
+        bias = parse_bias(bias)
+    start_bias = model_bias(start_model, bias)  # fails here, not after the first round, without one
+    start_scores = {**_evaluate(start_model, test, bias), "bias": start_bias}
     tick("starting model scored")
     result: dict[str, Any] = {}
     if full_pool:
@@ -483,7 +487,8 @@ def simulate_from_model(
 
         t0 = time.perf_counter()
         trainer = make_trainer(base, lang=lang, scheme=start_model.scheme,
-                               config=candidate_config(start_model.config, policy), policy=policy)
+                               config=candidate_config(start_model.config, policy), policy=policy,
+                               recall_bias=RecallBiasChoice.of(start_model) if bias == RECALL else None)
         full = trainer(pool, None)
         result["full_pool"] = {**_evaluate(full, test, bias), "docs": len(pool),
                                "tokens": int(token_counts.sum()),
@@ -502,7 +507,7 @@ def simulate_from_model(
     result["settings"] = {
         "pool_docs": len(pool), "test_docs": len(test), "seed_docs": 0, "batch": batch,
         "budget": budget, "repeats": repeats, "seed": seed, "lang": lang, "candidates": candidates,
-        "bias": bias,
+        "bias": bias, "start_bias": start_bias,
         "policy": policy.to_settings(), "label_map": dict(label_map) if label_map else None,
     }
     return result
