@@ -72,8 +72,9 @@ if recall_bias is not None:
         f"Model {mv.version} records a recall bias of {recall_bias:+.2f}: the largest bias that"
         f" reached {100 * float(info.get('target', 0.97)):.0f}% character recall on its own"
         " held-out synthetic notes (not your notes: check it on reviewed notes below)."
-        + (" The project uses it now: a project that starts from the starter model starts there."
-           if in_use else "")
+        + (" The project uses it now (a project that starts from the starter model starts there) and"
+           " follows it: when a retrain replaces the model, the project moves to the new model's own"
+           " recall bias, measured the same way. Moving the slider stops that." if in_use else "")
     )
     recall_job = get_job(job_name)
     if st.button(f"Use the model's recall bias ({recall_bias:+.2f}) for this project", key="use_recall_bias",

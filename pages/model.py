@@ -15,6 +15,7 @@ from deid_core.ui.job_view import show_job
 from deid_core.ui.jobs import ended_unseen, get_job, start_job
 from deid_core.ui.learning import (
     activate_and_repredict,
+    compared_bias,
     order_queue_by_strategy,
     retrain_project,
     starter_notes,
@@ -116,6 +117,7 @@ else:
             "starter notes": starter_notes(v.metrics),
             "weighting": (v.metrics or {}).get("adaptation"),
             "held-out strict F1": cand.get("strict_f1"), "held-out char recall": cand.get("char_recall"),
+            "at bias": compared_bias(v.metrics),
             "evaluated on": ev.get("n_eval_docs"), "method": ev.get("method"),
             "decision": ev.get("decision"),
         })

@@ -7,6 +7,7 @@ from app_support import PROJECT, app_as, seed_store, texts
 from deid_core.engine.model import DeidModel
 from deid_core.engine.recall_bias import RECALL_BIAS_KEY
 from deid_core.store import repository as repo
+from deid_core.store.audit import list_events
 from deid_core.synthetic.starter import ensure_starter
 from deid_core.ui.bias import BIAS_MAX, BIAS_MIN, model_recall_bias
 from deid_core.ui.jobs import get_job, wait
@@ -61,3 +62,42 @@ def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
     job = get_job(f"predict:{repo.get_project(engine, PROJECT).id}")
     if job is not None:
         wait(job, timeout=120)
+
+
+def test_a_project_at_its_models_recall_bias_follows_it_to_the_next_version(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from deid_core.ui.learning import follow_recall_bias, follows_recall_bias
+
+    engine = _engine(tmp_path, monkeypatch)
+    old = SimpleNamespace(metadata={RECALL_BIAS_KEY: -1.25})
+    new = SimpleNamespace(metadata={RECALL_BIAS_KEY: -2.5})
+    none = SimpleNamespace(metadata={})
+    repo.update_project_settings(engine, PROJECT, {"bias": -1.25})
+    assert follows_recall_bias(-1.25, old) and not follows_recall_bias(-1.0, old)
+    assert not follows_recall_bias(-1.25, none) and not follows_recall_bias(-1.25, None)
+    # A bias the admin chose stays; so does one when the new version records none.
+    assert follow_recall_bias(engine, PROJECT, -1.0, old, new, "ada") == -1.0
+    assert follow_recall_bias(engine, PROJECT, -1.25, old, none, "ada") == -1.25
+    assert repo.get_project(engine, PROJECT).settings["bias"] == -1.25
+    # At the old model's recall bias: the project moves to the new one's, audited.
+    assert follow_recall_bias(engine, PROJECT, -1.25, old, new, "ada") == -2.5
+    assert repo.get_project(engine, PROJECT).settings["bias"] == -2.5
+    events = list_events(engine, action="project.settings")
+    assert events[0].actor == "ada" and events[0].after["bias"] == -2.5
+
+
+def test_an_accepted_retrain_moves_a_project_at_the_recall_bias_to_the_new_models(tmp_path, monkeypatch):
+    from deid_core.ui.learning import install_starter, retrain_project
+
+    engine = _engine(tmp_path, monkeypatch)
+    started = install_starter(engine, PROJECT, "ada")
+    summary = retrain_project(engine, PROJECT, "ada")
+    assert summary["accepted"], summary
+    active = DeidModel.load(repo.active_model_version(engine, PROJECT).artifact_path)
+    assert active.version == summary["version"] != started["version"]
+    info = active.metadata["recall_bias_info"]
+    assert info["dev_corpus"] == DeidModel.load(ensure_starter("en")).metadata["recall_bias_info"]["dev_corpus"]
+    assert summary["bias"] == model_recall_bias(active) == repo.get_project(engine, PROJECT).settings["bias"]
+    version = repo.active_model_version(engine, PROJECT)
+    assert version.metrics["compared_at_bias"] == "recall"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from deid_core.errors import ModelError
 from deid_core.learning.registry import (
     RetrainPolicy,
     decide,
@@ -355,3 +356,38 @@ def test_candidate_and_active_are_compared_at_the_projects_bias() -> None:
     assert at0.decision.accepted and at0.metrics["compared_at_bias"] == 0.0
     assert not low.decision.accepted and "character recall dropped" in low.decision.reason
     assert low.metrics["compared_at_bias"] == -1.25
+
+
+def test_bias_recall_compares_each_model_at_its_own_recall_bias() -> None:
+    """A project that follows its model's recall bias: the sharper candidate finds NAME only at
+    its own recall bias (-2), not at the active model's (-0.5)."""
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+    from deid_core.learning.registry import model_bias
+
+    class ShiftedBias(BiasModel):
+        def __init__(self, labels, train_ids, recall_bias, shift):  # noqa: ANN001
+            super().__init__(labels, train_ids)
+            self.metadata = {RECALL_BIAS_KEY: recall_bias}
+            self.shift = shift
+
+        def predict_many(self, docs, bias=0.0, progress=False):  # noqa: ANN001
+            return super().predict_many(docs, bias + self.shift, progress)
+
+    reviewed = [note(i) for i in range(200)]
+    policy = RetrainPolicy(heldout_share=5, min_heldout=20, significance=None)
+    active = ShiftedBias({"NAME", "DATE"}, [], -0.5, -0.5)  # NAME from -0.5 on
+
+    def sharper(docs, progress=None):  # noqa: ANN001, ANN202
+        return ShiftedBias({"NAME", "DATE"}, [d.id for d in docs], -2.0, 1.0)  # NAME from -2 on
+
+    fixed = retrain(reviewed, trainer=sharper, active_model=active, active_train_ids=set(), policy=policy,
+                    bias=-0.5)
+    follows = retrain(reviewed, trainer=sharper, active_model=active, active_train_ids=set(), policy=policy,
+                      bias="recall")
+    assert not fixed.decision.accepted and "character recall dropped" in fixed.decision.reason
+    assert follows.decision.accepted, follows.decision.reason
+    assert follows.metrics["compared_at_bias"] == "recall"
+    assert follows.metrics["compared_at_biases"] == {"candidate": -2.0, "active": -0.5}
+    assert model_bias(active, 0.25) == 0.25
+    with pytest.raises(ModelError, match="records no recall bias"):
+        model_bias(BiasModel({"DATE"}, []), "recall")

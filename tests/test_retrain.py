@@ -340,3 +340,63 @@ def test_a_character_crf_round_trains_its_fold_stand_ins_one_by_one() -> None:
     assert candidate.char is not None and "trained_together" not in candidate.metadata
     assert [m.metadata["adaptation"]["reviewed_documents"] for m in stand_ins] == [3, 3]
     assert [m.metadata["documents"] for m in stand_ins] == [13, 13]
+
+
+# -- each model's own recall bias ----------------------------------------------------
+
+
+def test_a_round_gives_its_candidate_a_recall_bias_chosen_as_the_starters_was() -> None:
+    from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
+    from deid_core.evaluation.bias_sweep import choose_recall_bias
+    from deid_core.learning.retrain import CHOICE_GRID, RecallBiasChoice
+
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(16)]
+    starter = _starter(base)
+    record = {"kind": "synthetic", "lang": "en", "n": 3, "seed": 5, "options": {}}
+    starter.metadata[RECALL_BIAS_KEY] = -1.25
+    starter.metadata[RECALL_BIAS_INFO_KEY] = {"bias": -1.25, "target": 0.9, "dev_corpus": record}
+    choice = RecallBiasChoice.of(starter)
+    assert choice is not None and choice.fallback == -1.25 and choice.target == 0.9
+    assert [d.text for d in choice.dev] == [d.text for d in generate_notes(3, seed=5, lang="en")]
+    # On dev notes like the training notes: the bias is this model's own, chosen on the slider's range.
+    dev = [_note(i, room_is_phi=True, phone=True, prefix="d") for i in range(40, 46)]
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    trainer = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY,
+                           recall_bias=RecallBiasChoice(dev, 0.99, record, -1.25))
+    candidate = trainer(reviewed)
+    expected = choose_recall_bias(candidate, dev, target=0.99, grid=CHOICE_GRID)
+    assert expected["reached"]
+    assert candidate.metadata[RECALL_BIAS_KEY] == expected["bias"]
+    assert candidate.metadata[RECALL_BIAS_INFO_KEY]["dev_corpus"] == record
+    # A target no bias reaches keeps the active model's recall bias, and says so.
+    unreachable = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY,
+                               recall_bias=RecallBiasChoice(dev, 1.01, record, -1.25))(reviewed)
+    assert unreachable.metadata[RECALL_BIAS_KEY] == -1.25
+    assert "not reached" in unreachable.metadata[RECALL_BIAS_INFO_KEY]["inherited"]
+    # A k-fold stand-in decodes at its candidate's choice.
+    stand_in = RecallBiasChoice.share(candidate, _starter(base[:8]))
+    assert stand_in.metadata[RECALL_BIAS_KEY] == candidate.metadata[RECALL_BIAS_KEY]
+
+
+def test_retrain_round_records_the_candidates_recall_bias_and_compares_at_it() -> None:
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+
+    base = [_note(i, room_is_phi=True, phone=True, prefix="s") for i in range(16)]
+    starter = _starter(base)
+    starter.metadata[RECALL_BIAS_KEY] = -1.25  # no dev record: candidates inherit it
+    reviewed = [_note(i, room_is_phi=True, prefix="r") for i in range(30, 36)]
+    result = retrain_round(reviewed, active_model=starter, policy=POLICY, lang="en", base_docs=base,
+                           bias="recall")
+    assert result.model.metadata[RECALL_BIAS_KEY] == -1.25
+    assert result.metrics["compared_at_biases"] == {"candidate": -1.25, "active": -1.25}
+    plain = retrain_round(reviewed, active_model=_starter(base), policy=POLICY, lang="en", base_docs=base)
+    assert RECALL_BIAS_KEY not in plain.model.metadata  # a model without one gives none
+
+
+def test_versions_table_says_at_which_bias_a_version_was_compared():
+    from deid_core.ui.learning import compared_bias
+
+    assert compared_bias({"compared_at_bias": -1.25}) == -1.25
+    assert compared_bias({"compared_at_bias": "recall",
+                          "compared_at_biases": {"candidate": -2.5, "active": -1.25}}) == -2.5
+    assert compared_bias({"note": "starter model"}) is None and compared_bias(None) is None

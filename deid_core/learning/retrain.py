@@ -138,6 +138,11 @@ def calibration_notes(base_docs: Sequence[Document], sample: Sequence[Document])
     return [rest[i] for i in np.random.default_rng(1).permutation(len(rest)).tolist()]
 
 
+#: Biases a candidate's recall bias is chosen from: the Bias page's slider range
+#: (-5..0), so a project that follows it can still show it; beyond it precision collapses.
+CHOICE_GRID = tuple(round(-0.25 * i, 2) for i in range(21))
+
+
 class RecallBiasChoice:
     """How a round gives each model it trains a recall bias of its own, as the starter got its.
 
@@ -185,7 +190,7 @@ class RecallBiasChoice:
             model.metadata[RECALL_BIAS_KEY] = self.fallback
             model.metadata[RECALL_BIAS_INFO_KEY] = {"bias": self.fallback, "inherited": "no dev notes"}
             return model
-        choice = choose_recall_bias(model, self.dev, target=self.target)
+        choice = choose_recall_bias(model, self.dev, target=self.target, grid=CHOICE_GRID)
         bias = choice["bias"] if choice["reached"] else self.fallback
         model.metadata[RECALL_BIAS_KEY] = bias
         model.metadata[RECALL_BIAS_INFO_KEY] = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from deid_core.engine.recall_bias import RECALL
 from deid_core.errors import DeidError
 from deid_core.store import repository as repo
 from deid_core.store.audit import record_event
@@ -87,13 +88,16 @@ def retrain_project(
     if active is not None and Path(active.artifact_path).is_dir():
         active_model = DeidModel.load(active.artifact_path)
     active_ids = set(active.metrics.get("train_ids") or []) if active is not None else set()
+    bias = float(info.settings.get("bias", 0.0))
+    # A project at its model's recall bias follows it: each model is compared at its own.
+    compare_at: float | str = RECALL if follows_recall_bias(bias, active_model) else bias
     # The same round as the simulation: the active model's training corpus plus
     # every reviewed note, weighted up, judged on reviewed notes it did not see.
     result = retrain_round(
         reviewed, active_model=active_model, policy=policy, lang=info.lang,
         scheme=load_scheme(info.scheme) if active_model is None else None,
         base_config=TrainConfig(max_iterations=APP_MAX_ITERATIONS) if active_model is None else None,
-        active_train_ids=active_ids, progress=say, bias=float(info.settings.get("bias", 0.0)),
+        active_train_ids=active_ids, progress=say, bias=compare_at,
     )
     config = result.model.config
     target = models_dir(project, active.artifact_path if active else None)
@@ -126,10 +130,11 @@ def retrain_project(
     demoted = apply_rule_policy(engine, project, actor=actor)
     summary["demoted_rules"] = demoted
     if accepted:
+        bias = follow_recall_bias(engine, project, bias, active_model, result.model, actor)
+        summary["bias"] = bias
         summary["repredicted"] = predict_unreviewed(
             engine, project, result.model, model_version=mv.version, model_version_id=mv.id,
-            bias=float(info.settings.get("bias", 0.0)), progress=_scale(progress, 0.85, 1.0),
-            actor=actor,
+            bias=bias, progress=_scale(progress, 0.85, 1.0), actor=actor,
         )
     elif demoted:
         summary["repredicted"] = predict_with_active(engine, project, actor,
@@ -137,6 +142,45 @@ def retrain_project(
     if progress is not None:
         progress(result.decision.reason, 1.0)
     return summary
+
+
+def follows_recall_bias(bias: float, model: Any | None) -> bool:
+    """Whether a project at ``bias`` uses ``model``'s recorded recall bias (new projects start there)."""
+    from deid_core.ui.bias import model_recall_bias
+
+    recall_bias = model_recall_bias(model) if model is not None else None
+    return recall_bias is not None and recall_bias == bias
+
+
+def follow_recall_bias(
+    engine: Engine, project: str, bias: float, old: Any | None, new: Any, actor: Actor
+) -> float:
+    """The project's bias once ``new`` replaces ``old``: a project at ``old``'s recall bias moves to ``new``'s.
+
+    Each model version records the bias that reaches the recall target on the
+    same dev notes (``learning.retrain.RecallBiasChoice``); a fast candidate
+    is sharper than the L-BFGS starter, so keeping the starter's number would
+    quietly lower recall (docs/active.md, session 12). The move is audited as
+    a settings change by ``actor``. A bias the admin chose is left alone.
+    """
+    from deid_core.ui.bias import model_recall_bias
+
+    target = model_recall_bias(new)
+    if target is None or target == bias or not follows_recall_bias(bias, old):
+        return bias
+    return float(repo.update_project_settings(engine, project, {"bias": target}, actor=actor).settings["bias"])
+
+
+def compared_bias(metrics: dict[str, Any] | None) -> float | None:
+    """The Versions table's "at bias": the O-label bias a version's held-out figures were measured at.
+
+    A project that follows its model's recall bias compares each model at its
+    own, so the candidate's is the one its figures belong to.
+    """
+    m = metrics or {}
+    own = (m.get("compared_at_biases") or {}).get("candidate")
+    value = own if own is not None else m.get("compared_at_bias")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def starter_notes(metrics: dict[str, Any] | None) -> str | None:
@@ -170,8 +214,9 @@ def install_starter(
     comes first, and on hand-written notes nobody tuned on (docs/engine.md,
     set 13) it gains 0.048 character recall for 0.010 precision over bias 0.
     Later retrains' fast models have their scores fitted to a likelihood
-    scale as the L-BFGS starter's are (``deid_core.engine.calibration``), so
-    the setting keeps its meaning across model versions.
+    scale as the L-BFGS starter's are (``deid_core.engine.calibration``), and
+    each records its own recall bias; the project follows it from version to
+    version (:func:`follow_recall_bias`) until an admin picks another bias.
 
     The starter is built (first use) or taken from its cache, then copied into
     the project's model directory: the cache is replaced when the code
@@ -240,11 +285,14 @@ def activate_and_repredict(
     from deid_core.engine.model import DeidModel
     from deid_core.ui.queue import predict_unreviewed
 
+    before = repo.active_model_version(engine, project)
+    old = DeidModel.load(before.artifact_path) if before is not None and Path(before.artifact_path).is_dir() else None
     mv = repo.activate_model_version(engine, project, version, actor=actor)
     if not Path(mv.artifact_path).is_dir():
         raise DeidError(f"model version {version!r} has no directory at its artifact path")
     model = DeidModel.load(mv.artifact_path)
     bias = float(repo.get_project(engine, project).settings.get("bias", 0.0))
+    bias = follow_recall_bias(engine, project, bias, old, model, actor)
     return predict_unreviewed(engine, project, model, model_version=mv.version,
                               model_version_id=mv.id, bias=bias, progress=progress, actor=actor)
 
