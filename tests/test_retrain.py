@@ -157,6 +157,11 @@ def test_reviewer_wins_a_contradiction() -> None:
     assert room not in labels
     # and what the two agree on stays
     assert labels.get(NAMES[60 % len(NAMES)]) == "PATIENT"
+    # Its general weights alone still read the base corpus's convention (the recall bias is measured so).
+    general = candidate.general_domain()
+    assert _labels(general, probe).get(room) == "LOCATION-OTHER"
+    assert general.version == candidate.version and _labels(candidate, probe) == labels  # candidate untouched
+    assert starter.general_domain() is starter  # no in-domain copy
 
 
 def test_retrain_round_builds_on_the_starter_corpus(tmp_path) -> None:  # noqa: ANN001
@@ -364,7 +369,7 @@ def test_a_round_gives_its_candidate_a_recall_bias_chosen_as_the_starters_was() 
     trainer = make_trainer(base, lang="en", scheme=SCHEME, config=SMALL, policy=POLICY,
                            recall_bias=RecallBiasChoice(dev, 0.99, record, -1.25))
     candidate = trainer(reviewed)
-    expected = choose_recall_bias(candidate, dev, target=0.99, grid=CHOICE_GRID)
+    expected = choose_recall_bias(candidate.general_domain(), dev, target=0.99, grid=CHOICE_GRID)
     assert expected["reached"]
     assert candidate.metadata[RECALL_BIAS_KEY] == expected["bias"]
     assert candidate.metadata[RECALL_BIAS_INFO_KEY]["dev_corpus"] == record

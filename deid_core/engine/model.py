@@ -443,10 +443,7 @@ class DeidModel:
         digest = hashlib.sha256(crf_bytes + (charcrf_bytes or b"")).hexdigest()
         self.version = version or f"{lang}-{digest[:12]}"
         if weights is None:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / CRF_FILE
-                path.write_bytes(crf_bytes)
-                weights = read_weights(path)
+            weights = _crf_weights(crf_bytes)
         if config.feature_augmentation:
             weights = fold_domain_weights(weights, DOMAIN_PREFIX)
         self._unscaled = weights
@@ -498,6 +495,23 @@ class DeidModel:
         other = copy.copy(self)
         other.rule_mapping = {k: v for k, v in self.rule_mapping.items() if k not in drop}
         other.metadata = {**self.metadata, "demoted_rules": sorted(d[len("rule:"):] for d in drop)}
+        return other
+
+    def general_domain(self) -> DeidModel:
+        """This model as it tags a note of its base corpus: the in-domain weights left out.
+
+        A model trained with feature augmentation tags every note as the
+        project's (the copies are folded on loading). Its base corpus's dev
+        notes are not the project's, so a measure taken on them (its recall
+        bias, ``learning.retrain.RecallBiasChoice``) reads the general weights
+        alone: what the trainer made of the shared data, not what the
+        reviewers taught. ``self`` when the model has no in-domain copy.
+        """
+        if not self.config.feature_augmentation:
+            return self
+        other = copy.copy(self)
+        other._unscaled = _crf_weights(self._crf_bytes)  # prefixed attributes are never extracted
+        other._use_scale(self._scale)
         return other
 
     # -- score scale --------------------------------------------------------------
@@ -848,6 +862,13 @@ class DeidModel:
                 model.version, config.algorithm,
             )
         return model
+
+
+def _crf_weights(crf_bytes: bytes) -> CRFWeights:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / CRF_FILE
+        path.write_bytes(crf_bytes)
+        return read_weights(path)
 
 
 def _data_text(kind: str, lang: str, path: str | None) -> str:

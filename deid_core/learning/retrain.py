@@ -149,10 +149,13 @@ class RecallBiasChoice:
     The starter records the largest O-label bias whose character recall on
     its dev notes reaches a target (``engine.recall_bias``). A candidate is
     measured the same way, on the same dev notes (``dev``, regenerated from
-    the active model's record) and target: its weights have another
-    sharpness, so the starter's number finds less with it (docs/active.md,
-    session 12). Without dev notes, or when no bias reaches the target, the
-    model keeps ``fallback`` (the active model's recall bias).
+    the active model's record) and target, with its general weights
+    (``DeidModel.general_domain``): a margin trainer's weights have another
+    sharpness, so the starter's number finds less with them (docs/active.md,
+    session 12), while what the reviewers taught (the in-domain weights) is
+    the project's and not measured on generated notes. Without dev notes, or
+    when no bias reaches the target, the model keeps ``fallback`` (the
+    active model's recall bias).
     """
 
     def __init__(self, dev: Sequence[Document], target: float, record: Mapping[str, Any] | None,
@@ -190,7 +193,10 @@ class RecallBiasChoice:
             model.metadata[RECALL_BIAS_KEY] = self.fallback
             model.metadata[RECALL_BIAS_INFO_KEY] = {"bias": self.fallback, "inherited": "no dev notes"}
             return model
-        choice = choose_recall_bias(model, self.dev, target=self.target, grid=CHOICE_GRID)
+        # On the general weights: the dev notes are the base corpus's, not the project's
+        # (an adapted model reads them with the reviewers' in-domain weights otherwise).
+        view = model.general_domain() if hasattr(model, "general_domain") else model
+        choice = choose_recall_bias(view, self.dev, target=self.target, grid=CHOICE_GRID)
         bias = choice["bias"] if choice["reached"] else self.fallback
         model.metadata[RECALL_BIAS_KEY] = bias
         model.metadata[RECALL_BIAS_INFO_KEY] = {
