@@ -324,6 +324,22 @@ def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora,
     with pytest.raises(ModelError, match="recall bias"):
         simulate_from_model(start, pool[:8], test[:4], strategies=["random"], batch=4, budget=4,
                             policy=policy, full_pool=False, bias="recall")
+    # "recall" follows each active model's own recall bias: the round compares at "recall" and
+    # each curve point says which bias its model was scored at.
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+
+    start.metadata[RECALL_BIAS_KEY] = -2.0
+    seen.clear()
+    follow = simulate_from_model(start, pool[:8], test[:4], strategies=["random"], batch=4, budget=8,
+                                 policy=policy, full_pool=False, bias="recall")
+    curve = follow["strategies"]["random"]["curve"]
+    assert seen == ["recall", "recall"]
+    assert follow["settings"]["bias"] == "recall" and follow["settings"]["start_bias"] == -2.0
+    from deid_core.learning.simulate import _evaluate
+
+    assert curve[0]["bias"] == -2.0
+    assert curve[0]["char_recall"] == _evaluate(start, test[:4], -2.0)["char_recall"]
+    assert all(isinstance(p["bias"], float) for p in curve)
 
 
 def test_cli_simulate_bias_needs_a_start_model(corpora, tmp_path, capsys) -> None:  # noqa: ANN001
