@@ -91,6 +91,8 @@ def job_panel() -> None:
                 f"Model {result['version']}: {result['reason']}"
                 f" ({result['n_train_docs']} notes, {result['seconds']} s;"
                 f" {result['repredicted']} notes re-predicted)"
+                + (f". The project follows the model's recall bias: {result['bias_before']:+.2f} →"
+                   f" {result['bias']:+.2f}." if "bias_before" in result else "")
             )
             if result.get("demoted_rules"):
                 st.warning("Demoted to features only (precision below the threshold): "

@@ -99,5 +99,6 @@ def test_an_accepted_retrain_moves_a_project_at_the_recall_bias_to_the_new_model
     info = active.metadata["recall_bias_info"]
     assert info["dev_corpus"] == DeidModel.load(ensure_starter("en")).metadata["recall_bias_info"]["dev_corpus"]
     assert summary["bias"] == model_recall_bias(active) == repo.get_project(engine, PROJECT).settings["bias"]
+    assert summary.get("bias_before", summary["bias"]) == started["bias"]
     version = repo.active_model_version(engine, PROJECT)
     assert version.metrics["compared_at_bias"] == "recall"

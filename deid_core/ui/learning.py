@@ -130,8 +130,10 @@ def retrain_project(
     demoted = apply_rule_policy(engine, project, actor=actor)
     summary["demoted_rules"] = demoted
     if accepted:
-        bias = follow_recall_bias(engine, project, bias, active_model, result.model, actor)
-        summary["bias"] = bias
+        moved = follow_recall_bias(engine, project, bias, active_model, result.model, actor)
+        if moved != bias:
+            summary["bias_before"] = bias
+        bias = summary["bias"] = moved
         summary["repredicted"] = predict_unreviewed(
             engine, project, result.model, model_version=mv.version, model_version_id=mv.id,
             bias=bias, progress=_scale(progress, 0.85, 1.0), actor=actor,
