@@ -474,7 +474,7 @@ def simulate_from_model(
         if progress is not None:
             progress(message, min(1.0, done / total))
 
-    from deid_core.engine.recall_bias import RECALL, parse_bias
+    from deid_core.engine.recall_bias import parse_bias
 
     if isinstance(bias, str):
         bias = parse_bias(bias)
@@ -488,7 +488,7 @@ def simulate_from_model(
         t0 = time.perf_counter()
         trainer = make_trainer(base, lang=lang, scheme=start_model.scheme,
                                config=candidate_config(start_model.config, policy), policy=policy,
-                               recall_bias=RecallBiasChoice.of(start_model) if bias == RECALL else None)
+                               recall_bias=RecallBiasChoice.of(start_model))
         full = trainer(pool, None)
         result["full_pool"] = {**_evaluate(full, test, bias), "docs": len(pool),
                                "tokens": int(token_counts.sum()),
