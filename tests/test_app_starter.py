@@ -65,14 +65,12 @@ def test_bias_page_offers_the_models_recall_bias(tmp_path, monkeypatch):
 
 
 def test_a_project_at_its_models_recall_bias_follows_it_to_the_next_version(tmp_path, monkeypatch):
-    from types import SimpleNamespace
-
     from deid_core.ui.learning import follow_recall_bias, follows_recall_bias
 
     engine = _engine(tmp_path, monkeypatch)
-    old = SimpleNamespace(metadata={RECALL_BIAS_KEY: -1.25})
-    new = SimpleNamespace(metadata={RECALL_BIAS_KEY: -2.5})
-    none = SimpleNamespace(metadata={})
+    old = {RECALL_BIAS_KEY: -1.25}
+    new = {RECALL_BIAS_KEY: -2.5}
+    none: dict = {}
     repo.update_project_settings(engine, PROJECT, {"bias": -1.25})
     assert follows_recall_bias(-1.25, old) and not follows_recall_bias(-1.0, old)
     assert not follows_recall_bias(-1.25, none) and not follows_recall_bias(-1.25, None)

@@ -30,14 +30,22 @@ def parse_bias(text: str) -> float | str:
         raise ValueError(f"bias must be a number or {RECALL!r}, got {text!r}") from None
 
 
-def recorded_recall_bias(metadata: Mapping[str, Any], where: str) -> float:
+def recall_bias_or_none(metadata: Mapping[str, Any]) -> float | None:
+    """The recorded recall bias, or ``None`` when the model records none (or not a number)."""
     value = metadata.get(RECALL_BIAS_KEY)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(value)
+
+
+def recorded_recall_bias(metadata: Mapping[str, Any], where: str) -> float:
+    value = recall_bias_or_none(metadata)
+    if value is None:
         raise ModelError(
             f"{where} records no recall bias (no {RECALL_BIAS_KEY!r} in its training.json);"
             " pass a number to --bias, or use a starter model, which records one"
         )
-    return float(value)
+    return value
 
 
 def resolve_bias(bias: float | str | None, metadata: Mapping[str, Any], where: str) -> float:
@@ -51,13 +59,18 @@ def resolve_bias(bias: float | str | None, metadata: Mapping[str, Any], where: s
     return float(bias)
 
 
-def resolve_bias_for_dir(bias: float | str | None, model_dir: str | Path) -> float:
-    """``resolve_bias`` for a model directory, reading only its ``training.json``."""
-    if not isinstance(bias, str):
-        return resolve_bias(bias, {}, str(model_dir))
+def training_metadata(model_dir: str | Path) -> dict[str, Any]:
+    """A model directory's ``training.json``, without loading the model (its weights are large)."""
     path = Path(model_dir) / "training.json"
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelError(f"{path}: cannot read ({type(exc).__name__})") from exc
-    return resolve_bias(bias, metadata if isinstance(metadata, dict) else {}, f"model {model_dir}")
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def resolve_bias_for_dir(bias: float | str | None, model_dir: str | Path) -> float:
+    """``resolve_bias`` for a model directory, reading only its ``training.json``."""
+    if not isinstance(bias, str):
+        return resolve_bias(bias, {}, str(model_dir))
+    return resolve_bias(bias, training_metadata(model_dir), f"model {model_dir}")

@@ -165,12 +165,12 @@ class RecallBiasChoice:
     @classmethod
     def of(cls, model: Any) -> RecallBiasChoice | None:
         """The choice an active model's candidates get: ``None`` when it records no recall bias."""
-        from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
+        from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, recall_bias_or_none
         from deid_core.evaluation.bias_sweep import DEFAULT_TARGET
 
         meta = getattr(model, "metadata", None) or {}
-        fallback = meta.get(RECALL_BIAS_KEY)
-        if not isinstance(fallback, (int, float)) or isinstance(fallback, bool):
+        fallback = recall_bias_or_none(meta)
+        if fallback is None:
             return None
         info = meta.get(RECALL_BIAS_INFO_KEY)
         info = info if isinstance(info, Mapping) else {}
@@ -183,7 +183,7 @@ class RecallBiasChoice:
                 log.warning("model %s: recall bias dev corpus record is malformed; candidates inherit %s",
                             getattr(model, "version", "?"), fallback)
         target = info.get("target", DEFAULT_TARGET)
-        return cls(dev, float(target), dict(record) if dev else None, float(fallback))
+        return cls(dev, float(target), dict(record) if dev else None, fallback)
 
     def apply(self, model: Any) -> Any:
         from deid_core.engine.recall_bias import RECALL_BIAS_INFO_KEY, RECALL_BIAS_KEY
@@ -195,8 +195,7 @@ class RecallBiasChoice:
             return model
         # On the general weights: the dev notes are the base corpus's, not the project's
         # (an adapted model reads them with the reviewers' in-domain weights otherwise).
-        view = model.general_domain() if hasattr(model, "general_domain") else model
-        choice = choose_recall_bias(view, self.dev, target=self.target, grid=CHOICE_GRID)
+        choice = choose_recall_bias(model.general_domain(), self.dev, target=self.target, grid=CHOICE_GRID)
         bias = choice["bias"] if choice["reached"] else self.fallback
         model.metadata[RECALL_BIAS_KEY] = bias
         model.metadata[RECALL_BIAS_INFO_KEY] = {

@@ -10,7 +10,7 @@ slider move only re-runs the decoder, which is why ``Encoded`` exists.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -61,12 +61,17 @@ def model_recall_bias(model: Any) -> float | None:
 
     ``None`` when the model records none; the Bias page then offers only the slider.
     """
-    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+    return recall_bias_on_slider(getattr(model, "metadata", {}))
 
-    value = getattr(model, "metadata", {}).get(RECALL_BIAS_KEY)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+
+def recall_bias_on_slider(metadata: Mapping[str, Any]) -> float | None:
+    """:func:`model_recall_bias` from a model's metadata (``training.json``) alone."""
+    from deid_core.engine.recall_bias import recall_bias_or_none
+
+    value = recall_bias_or_none(metadata)
+    if value is None:
         return None
-    return float(min(BIAS_MAX, max(BIAS_MIN, round(float(value) * 4) / 4)))
+    return float(min(BIAS_MAX, max(BIAS_MIN, round(value * 4) / 4)))
 
 
 def bias_grid(step: float = BIAS_STEP, lo: float = BIAS_MIN, hi: float = BIAS_MAX) -> list[float]:

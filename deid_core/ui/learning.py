@@ -11,14 +11,14 @@ queue with the new model when it was activated.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from deid_core.engine.recall_bias import RECALL
+from deid_core.engine.recall_bias import RECALL, training_metadata
 from deid_core.errors import DeidError
 from deid_core.store import repository as repo
 from deid_core.store.audit import record_event
@@ -90,7 +90,7 @@ def retrain_project(
     active_ids = set(active.metrics.get("train_ids") or []) if active is not None else set()
     bias = float(info.settings.get("bias", 0.0))
     # A project at its model's recall bias follows it: each model is compared at its own.
-    compare_at: float | str = RECALL if follows_recall_bias(bias, active_model) else bias
+    compare_at: float | str = RECALL if follows_recall_bias(bias, active_model and active_model.metadata) else bias
     # The same round as the simulation: the active model's training corpus plus
     # every reviewed note, weighted up, judged on reviewed notes it did not see.
     result = retrain_round(
@@ -130,7 +130,8 @@ def retrain_project(
     demoted = apply_rule_policy(engine, project, actor=actor)
     summary["demoted_rules"] = demoted
     if accepted:
-        moved = follow_recall_bias(engine, project, bias, active_model, result.model, actor)
+        moved = follow_recall_bias(engine, project, bias, active_model and active_model.metadata,
+                                   result.model.metadata, actor)
         if moved != bias:
             summary["bias_before"] = bias
         bias = summary["bias"] = moved
@@ -146,18 +147,19 @@ def retrain_project(
     return summary
 
 
-def follows_recall_bias(bias: float, model: Any | None) -> bool:
-    """Whether a project at ``bias`` uses ``model``'s recorded recall bias (new projects start there)."""
-    from deid_core.ui.bias import model_recall_bias
+def follows_recall_bias(bias: float, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a project at ``bias`` uses the recall bias a model's ``metadata`` records (new projects start there)."""
+    from deid_core.ui.bias import recall_bias_on_slider
 
-    recall_bias = model_recall_bias(model) if model is not None else None
+    recall_bias = recall_bias_on_slider(metadata) if metadata is not None else None
     return recall_bias is not None and recall_bias == bias
 
 
 def follow_recall_bias(
-    engine: Engine, project: str, bias: float, old: Any | None, new: Any, actor: Actor
+    engine: Engine, project: str, bias: float, old: Mapping[str, Any] | None, new: Mapping[str, Any],
+    actor: Actor,
 ) -> float:
-    """The project's bias once ``new`` replaces ``old``: a project at ``old``'s recall bias moves to ``new``'s.
+    """The project's bias once model ``new`` replaces ``old`` (their metadata): from ``old``'s recall bias to ``new``'s.
 
     Each model version records the bias that reaches the recall target on the
     same dev notes (``learning.retrain.RecallBiasChoice``); a fast candidate
@@ -165,9 +167,9 @@ def follow_recall_bias(
     quietly lower recall (docs/active.md, session 12). The move is audited as
     a settings change by ``actor``. A bias the admin chose is left alone.
     """
-    from deid_core.ui.bias import model_recall_bias
+    from deid_core.ui.bias import recall_bias_on_slider
 
-    target = model_recall_bias(new)
+    target = recall_bias_on_slider(new)
     if target is None or target == bias or not follows_recall_bias(bias, old):
         return bias
     return float(repo.update_project_settings(engine, project, {"bias": target}, actor=actor).settings["bias"])
@@ -288,13 +290,14 @@ def activate_and_repredict(
     from deid_core.ui.queue import predict_unreviewed
 
     before = repo.active_model_version(engine, project)
-    old = DeidModel.load(before.artifact_path) if before is not None and Path(before.artifact_path).is_dir() else None
+    old = (training_metadata(before.artifact_path)
+           if before is not None and Path(before.artifact_path).is_dir() else None)
     mv = repo.activate_model_version(engine, project, version, actor=actor)
     if not Path(mv.artifact_path).is_dir():
         raise DeidError(f"model version {version!r} has no directory at its artifact path")
     model = DeidModel.load(mv.artifact_path)
     bias = float(repo.get_project(engine, project).settings.get("bias", 0.0))
-    bias = follow_recall_bias(engine, project, bias, old, model, actor)
+    bias = follow_recall_bias(engine, project, bias, old, model.metadata, actor)
     return predict_unreviewed(engine, project, model, model_version=mv.version,
                               model_version_id=mv.id, bias=bias, progress=progress, actor=actor)
 
