@@ -35,7 +35,11 @@ normalise: Callable[[str], str] = str.lower
 class Gazetteer:
     """Phrases (tuples of normalised tokens) per label, with longest-match lookup."""
 
-    def __init__(self, entries: dict[str, set[tuple[str, ...]]] | None = None) -> None:
+    def __init__(
+        self,
+        entries: dict[str, set[tuple[str, ...]]] | None = None,
+        lowercase_labels: Iterable[str] = (),
+    ) -> None:
         # Each phrase's labels, as one frozenset shared by every phrase with the same
         # labels: a set per phrase was tens of thousands of objects for the garbage
         # collector to scan while a model loads (half of the gazetteer's load time).
@@ -43,6 +47,11 @@ class Gazetteer:
         self._label_sets: dict[frozenset[str], frozenset[str]] = {}
         self._max_len: dict[str, int] = {}  # first token -> longest phrase starting with it
         self._pairs: set[tuple[str, str]] = set()  # the first two tokens of every longer phrase
+        #: Labels that match only words written in lower case: a Spanish
+        #: demonym or trade is lower case in running text, while the same
+        #: word capitalised is mostly a surname or a place ("Navarro",
+        #: "Herrero", "Argentina"), which would teach the CRF to distrust it.
+        self.lowercase_labels: frozenset[str] = frozenset(lowercase_labels)
         for label, phrases in (entries or {}).items():
             for phrase in phrases:
                 self.add(label, phrase)
@@ -82,6 +91,7 @@ class Gazetteer:
         out: list[tuple[int, int, str]] = []
         n = len(norm)
         max_len, phrases, pairs = self._max_len, self._phrases, self._pairs
+        lower_only = self.lowercase_labels
         for i, w in enumerate(norm):
             longest = max_len.get(w)
             if longest is None:
@@ -90,6 +100,8 @@ class Gazetteer:
                 longest = 1  # no longer phrase starts with these two words
             for size in range(min(longest, n - i), 0, -1):
                 labels = phrases.get(tuple(norm[i : i + size]) if size > 1 else (w,))
+                if labels and lower_only and any(words[k] != norm[k] for k in range(i, i + size)):
+                    labels = frozenset(label for label in labels if label not in lower_only)
                 if labels:
                     out.extend((i, i + size, label) for label in sorted(labels))
                     break
@@ -118,7 +130,10 @@ class Gazetteer:
     # -- persistence -------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"format_version": GAZETTEER_FORMAT_VERSION, "entries": self.entries()}
+        raw: dict = {"format_version": GAZETTEER_FORMAT_VERSION, "entries": self.entries()}
+        if self.lowercase_labels:
+            raw["lowercase_labels"] = sorted(self.lowercase_labels)
+        return raw
 
     @classmethod
     def from_json(cls, raw: object, origin: str = "gazetteer") -> Gazetteer:
@@ -127,7 +142,10 @@ class Gazetteer:
         entries = raw.get("entries")
         if not isinstance(entries, dict):
             raise ModelError(f"{origin}: gazetteer has no 'entries' mapping")
-        gaz = cls()
+        lowercase = raw.get("lowercase_labels", [])
+        if not isinstance(lowercase, list):
+            raise ModelError(f"{origin}: gazetteer 'lowercase_labels' is not a list")
+        gaz = cls(lowercase_labels=[str(label) for label in lowercase])
         # ``add`` inlined: a model's gazetteer has tens of thousands of phrases.
         add_label, longest = gaz._add_label, gaz._max_len
         for label, phrases in entries.items():
@@ -267,7 +285,7 @@ def merge_gazetteers(*gazetteers: Gazetteer) -> Gazetteer:
     lists (tens of thousands of phrases) with each fold's harvest, so going
     through ``entries`` and ``add`` cost most of a second per training.
     """
-    out = Gazetteer()
+    out = Gazetteer(lowercase_labels=[lab for gaz in gazetteers for lab in gaz.lowercase_labels])
     # The largest is copied whole and the others added to it; the union does not depend on the order.
     for gaz in sorted(gazetteers, key=len, reverse=True):
         if not out._phrases:
@@ -326,6 +344,12 @@ def builtin_gazetteer(lang: str) -> Gazetteer:
     means for a corpus's own labels. The lists are copied into the model
     directory at training time, so a later Faker release cannot change a
     trained model. Treat the returned object as read-only (it is cached).
+
+    For Spanish the hand-written quasi-identifier lists are added too
+    (NATIONALITY, KINSHIP, PROFESSION, MARITAL_STATUS, ORIENTATION, RELIGION;
+    ``lexicons.spanish_quasi_identifiers``): MEDDOCAN labels these words,
+    and a model otherwise leaves verbatim every one it never saw in training.
+    They match lower-case words only (``Gazetteer.lowercase_labels``).
     """
     if lang == "es":
         from faker.providers.address.es_ES import Provider as Address
@@ -347,7 +371,13 @@ def builtin_gazetteer(lang: str) -> Gazetteer:
         "CITY": _faker_cities(),
         "STREET_WORD": street,
     }
-    gaz = Gazetteer()
+    quasi: dict[str, tuple[str, ...]] = {}
+    if lang == "es":
+        from deid_core.engine.lexicons import spanish_quasi_identifiers
+
+        quasi = spanish_quasi_identifiers()
+        lists.update({k: list(v) for k, v in quasi.items()})
+    gaz = Gazetteer(lowercase_labels=quasi)
     for label, phrases in lists.items():
         for phrase in phrases:
             words = _phrase_words(str(phrase), lang)

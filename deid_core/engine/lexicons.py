@@ -89,3 +89,83 @@ def load_lexicon(lang: str = "en") -> Lexicon:
         names_first=frozenset(str(w).lower() for w in context["names_first"]),
         department=frozenset(str(w).lower() for w in context["department"]),
     )
+
+
+#: Spanish closed-class word lists for quasi-identifiers that are not names
+#: (docs/lexicons.md): gazetteer label -> file under ``data/lexicons/es/`` and
+#: whether the file holds masculine singular base forms to inflect.
+SPANISH_QUASI_LISTS: dict[str, tuple[str, bool]] = {
+    "NATIONALITY": ("demonyms", True),
+    "KINSHIP": ("kinship", False),
+    "PROFESSION": ("professions", True),
+    "MARITAL_STATUS": ("marital_status", False),
+    "ORIENTATION": ("orientation", False),
+    "RELIGION": ("religion", True),
+}
+
+_ACCENT_DROP = str.maketrans("áéíóú", "aeiou")
+
+
+def _unaccent_last(word: str) -> str:
+    """``alemán`` -> ``aleman``: the stress mark goes once a syllable is added."""
+    for i in range(len(word) - 1, -1, -1):
+        if word[i] in "áéíóú":
+            return word[:i] + word[i].translate(_ACCENT_DROP) + word[i + 1 :]
+    return word
+
+
+def inflect_es(word: str) -> list[str]:
+    """Gender and number forms of a Spanish masculine singular noun or adjective.
+
+    Regular morphology only, which is all these lists need: ``-o`` changes
+    gender and number (``peruano peruana peruanos peruanas``); ``-e``, ``-a``
+    and ``-ista`` only number; a stressed final vowel takes ``-es`` and ``-s``
+    (``marroquí``); ``-or``, ``-ol``, ``-uz`` and stressed ``-án -én -ín -ón
+    -és`` take ``-a`` for the feminine (``francés francesa franceses``);
+    other consonants only number (``militar militares``). A few forms made
+    this way are not used in Spanish; they never match a note, so they cost
+    nothing.
+    """
+    w = word
+    if w.endswith("o"):
+        return [w, w[:-1] + "a", w + "s", w[:-1] + "as"]
+    if w[-1] in "aeiu":
+        return [w, w + "s"]
+    if w[-1] in "áéíóú":
+        return [w, w + "es", w + "s"]
+    stem = _unaccent_last(w) if w[-2:] in ("án", "én", "ín", "ón", "és") else w
+    plural_stem = stem[:-1] + "c" if stem.endswith("z") else stem
+    forms = [w, plural_stem + "es"]
+    if stem.endswith(("or", "ol", "uz", "an", "en", "in", "on", "es")):
+        forms[1:1] = [stem + "a"]
+        forms.append(stem + "as")
+    return forms
+
+
+def _read_plain_list(lang: str, name: str) -> list[str]:
+    resource = resources.files("deid_core").joinpath(f"data/lexicons/{lang}/{name}.txt")
+    lines = resource.read_text("utf-8").splitlines()
+    return [s for s in (line.split("#", 1)[0].strip() for line in lines) if s]
+
+
+@cache
+def spanish_quasi_identifiers() -> dict[str, tuple[str, ...]]:
+    """Spanish nationality, kinship, profession, marital status, orientation and religion words.
+
+    These are the quasi-identifiers MEDDOCAN-style corpora label (a patient's
+    nationality, his mother, his trade) and that a model trained on one
+    corpus misses whenever the word itself was never seen in training. As
+    gazetteer features the CRF learns from the training labels how much
+    each list is worth, so a demonym never seen in training still reads as a
+    demonym. Lower-case phrases; a multi-word entry inflects its first word
+    only (``auxiliar de enfermería`` -> ``auxiliares de enfermería``).
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for label, (name, inflect) in SPANISH_QUASI_LISTS.items():
+        phrases: list[str] = []
+        for entry in _read_plain_list("es", name):
+            head, _, rest = entry.lower().partition(" ")
+            for form in inflect_es(head) if inflect else [head]:
+                phrases.append(f"{form} {rest}" if rest else form)
+        out[label] = tuple(dict.fromkeys(phrases))
+    return out
