@@ -194,9 +194,10 @@ def main() -> int:
     ap.add_argument("--proxy-base-notes", type=int, default=150, help="proxy: generator notes of the starter")
     ap.add_argument("--proxy-base-iterations", type=int, default=50, help="proxy: lbfgs iterations")
     ap.add_argument("--proxy-algorithm", default=None, help="proxy: in-loop crfsuite algorithm (default: the policy's)")
-    ap.add_argument("--proxy-bias", default=0.0, type=parse_bias,
-                    help="proxy: the project bias the curve is scored at (a number, or 'recall': the start"
-                         " model's recorded recall bias, where a new project from the starter begins)")
+    ap.add_argument("--proxy-bias", default=None, type=parse_bias,
+                    help="proxy: the project bias the curve is scored at (a number, or 'recall': each"
+                         " active model's recorded recall bias; default: as a new project from the start"
+                         " model in the app, 'recall' when it records one, else 0)")
     ap.add_argument("--proxy-batch", type=int, default=25)
     ap.add_argument("--proxy-budget", type=int, default=100)
     args = ap.parse_args()

@@ -280,6 +280,12 @@ def test_simulate_starts_from_the_builtin_starter(corpora, tmp_path, capsys) -> 
     assert result["start_model"]["version"] == starter.version
     assert result["start_model"]["base_docs"] == starter.metadata["corpus"]["n"]
     assert [p["docs"] for p in result["strategies"]["random"]["curve"]] == [0, 4]
+    # Without --bias the loop runs as a new project from the starter does in the app: at the
+    # starter's recorded recall bias, following each model's own.
+    assert isinstance(starter.metadata["recall_bias"], float)
+    assert result["settings"]["bias"] == "recall"
+    assert result["settings"]["start_bias"] == starter.metadata["recall_bias"]
+    assert result["strategies"]["random"]["curve"][0]["bias"] == starter.metadata["recall_bias"]
 
 
 def test_simulate_policy_takes_the_in_loop_corpus_budget() -> None:
@@ -340,6 +346,33 @@ def test_simulate_scores_the_curve_at_the_project_bias(start_model_dir, corpora,
     assert curve[0]["bias"] == -2.0
     assert curve[0]["char_recall"] == _evaluate(start, test[:4], -2.0)["char_recall"]
     assert all(isinstance(p["bias"], float) for p in curve)
+
+
+def test_simulate_default_bias_is_a_new_projects(start_model_dir, corpora) -> None:  # noqa: ANN001
+    """Without ``bias`` the curve is scored where a new project from the start model tags in the
+    app: its recorded recall bias (followed) if it records one, else 0."""
+    from deid_core.engine.model import DeidModel
+    from deid_core.engine.recall_bias import RECALL_BIAS_KEY
+    from deid_core.learning.registry import RetrainPolicy
+    from deid_core.learning.simulate import new_project_bias, simulate_from_model
+
+    pool, test = corpora
+    start = DeidModel.load(start_model_dir)
+    policy = RetrainPolicy(**START_POLICY)
+
+    def run() -> dict:
+        return simulate_from_model(start, pool[:4], test[:3], strategies=["random"], batch=4, budget=4,
+                                   policy=policy, full_pool=False)
+
+    assert RECALL_BIAS_KEY not in start.metadata and new_project_bias(start) == 0.0
+    plain = run()
+    assert plain["settings"]["bias"] == 0.0 and plain["settings"]["start_bias"] == 0.0
+    start.metadata[RECALL_BIAS_KEY] = -2.5
+    assert new_project_bias(start) == "recall"
+    follow = run()
+    assert follow["settings"]["bias"] == "recall" and follow["settings"]["start_bias"] == -2.5
+    first = follow["strategies"]["random"]["curve"][0]
+    assert first["bias"] == -2.5 and first["char_recall"] >= plain["strategies"]["random"]["curve"][0]["char_recall"]
 
 
 def test_cli_simulate_bias_needs_a_start_model(corpora, tmp_path, capsys) -> None:  # noqa: ANN001

@@ -87,10 +87,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--loop-base-chars", type=int, default=None,
                    help="with --start-model: characters of the starter's corpus a fast round trains on"
                         " (default: the retrain policy's; 0: all of it)")
-    p.add_argument("--bias", default="0", metavar="B|recall",
+    p.add_argument("--bias", default=None, metavar="B|recall",
                    help="with --start-model: the project's O-label bias ('recall': each active model's own"
-                        " recorded recall bias, as a project that follows it; default 0): the curve is"
-                        " scored and the registry compares at it, as the app does")
+                        " recorded recall bias, as a project that follows it): the curve is scored and"
+                        " the registry compares at it, as the app does. Default: as a new project in the"
+                        " app, 'recall' when the start model records a recall bias (the starters do),"
+                        " else 0")
     p.add_argument("--json", action="store_true", help="print the JSON result")
     p.set_defaults(func=run_simulate)
 
@@ -156,10 +158,10 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
     try:
-        bias = parse_bias(args.bias)
+        bias = None if args.bias is None else parse_bias(args.bias)
     except ValueError as exc:
         raise SystemExit(f"simulate: --bias: {exc}") from None
-    if bias != 0.0 and not args.start_model:
+    if bias not in (None, 0.0) and not args.start_model:
         raise SystemExit("simulate: --bias needs --start-model (the curve without one is scored at bias 0)")
     pool = read_jsonl(args.pool)
     test = read_jsonl(args.test)

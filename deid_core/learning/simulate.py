@@ -413,6 +413,19 @@ def _start_run(
     return curve
 
 
+def new_project_bias(start_model: Any) -> float | str:
+    """The O-label bias a project started from ``start_model`` uses in the app.
+
+    A new project starts at its starter's recorded recall bias and follows
+    each model version's own (docs/app.md), so a simulation that claims to
+    run the loop as the app does scores it there unless told otherwise; a
+    model that records no recall bias starts a project at 0.
+    """
+    from deid_core.engine.recall_bias import RECALL, recall_bias_or_none
+
+    return RECALL if recall_bias_or_none(start_model.metadata) is not None else 0.0
+
+
 def simulate_from_model(
     start_model: Any,
     pool: Sequence[Document],
@@ -428,7 +441,7 @@ def simulate_from_model(
     candidates: int | None = None,
     label_map: dict[str, str | None] | None = None,
     progress: Progress | None = None,
-    bias: float | str = 0.0,
+    bias: float | str | None = None,
 ) -> dict[str, Any]:
     """The review loop from a starting model, retraining exactly as the app does.
 
@@ -444,6 +457,7 @@ def simulate_from_model(
     ``"recall"`` follows each active model's own recorded recall bias, as a
     project that uses its model's recall bias does in the app. The registry
     compares candidate and active at it, as the app does with the project's.
+    ``None`` is a new project's bias in the app (:func:`new_project_bias`).
     """
     from deid_core.learning.registry import RetrainPolicy
     from deid_core.learning.retrain import RecallBiasChoice, make_trainer, training_corpus
@@ -476,7 +490,9 @@ def simulate_from_model(
 
     from deid_core.engine.recall_bias import parse_bias
 
-    if isinstance(bias, str):
+    if bias is None:
+        bias = new_project_bias(start_model)
+    elif isinstance(bias, str):
         bias = parse_bias(bias)
     start_bias = model_bias(start_model, bias)  # fails here, not after the first round, without one
     start_scores = {**_evaluate(start_model, test, bias), "bias": start_bias}
