@@ -100,8 +100,10 @@ class Gazetteer:
                 longest = 1  # no longer phrase starts with these two words
             for size in range(min(longest, n - i), 0, -1):
                 labels = phrases.get(tuple(norm[i : i + size]) if size > 1 else (w,))
-                if labels and lower_only and any(words[k] != norm[k] for k in range(i, i + size)):
-                    labels = frozenset(label for label in labels if label not in lower_only)
+                if labels and not labels.isdisjoint(lower_only) and any(
+                    words[k] != norm[k] for k in range(i, i + size)
+                ):
+                    labels = labels - lower_only
                 if labels:
                     out.extend((i, i + size, label) for label in sorted(labels))
                     break

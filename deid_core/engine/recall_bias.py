@@ -30,12 +30,16 @@ def parse_bias(text: str) -> float | str:
         raise ValueError(f"bias must be a number or {RECALL!r}, got {text!r}") from None
 
 
-def recall_bias_or_none(metadata: Mapping[str, Any]) -> float | None:
-    """The recorded recall bias, or ``None`` when the model records none (or not a number)."""
-    value = metadata.get(RECALL_BIAS_KEY)
+def bias_or_none(value: Any) -> float | None:
+    """A bias read from JSON metadata, or ``None`` when it is missing or not a number."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     return float(value)
+
+
+def recall_bias_or_none(metadata: Mapping[str, Any]) -> float | None:
+    """The recorded recall bias, or ``None`` when the model records none (or not a number)."""
+    return bias_or_none(metadata.get(RECALL_BIAS_KEY))
 
 
 def recorded_recall_bias(metadata: Mapping[str, Any], where: str) -> float:

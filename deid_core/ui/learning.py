@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from deid_core.engine.recall_bias import RECALL, training_metadata
+from deid_core.engine.recall_bias import RECALL, bias_or_none, training_metadata
 from deid_core.errors import DeidError
 from deid_core.store import repository as repo
 from deid_core.store.audit import record_event
@@ -184,7 +184,7 @@ def compared_bias(metrics: dict[str, Any] | None) -> float | None:
     m = metrics or {}
     own = (m.get("compared_at_biases") or {}).get("candidate")
     value = own if own is not None else m.get("compared_at_bias")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return bias_or_none(value)
 
 
 def starter_notes(metrics: dict[str, Any] | None) -> str | None:
