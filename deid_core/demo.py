@@ -87,7 +87,7 @@ def build_demo(
     from deid_core.synthetic.starter import ensure_starter
     from deid_core.ui.bias import model_recall_bias
     from deid_core.ui.bootstrap import ensure_first_admin
-    from deid_core.ui.queue import predict_unreviewed
+    from deid_core.ui.queue import predict_notes, predict_unreviewed
 
     DEMO = Principal("demo")  # noqa: N806 - the demo builder: in-process code holding the database
 
@@ -151,9 +151,14 @@ def build_demo(
     def predict_progress(message: str, fraction: float) -> None:
         say(f"pre-annotating: {message}", 0.75 + 0.24 * fraction)
 
+    bias = float(project.settings.get("bias", 0.0))
     n_pred = predict_unreviewed(engine, PROJECT, model, model_version=mv.version,
-                                model_version_id=mv.id, bias=float(project.settings.get("bias", 0.0)),
-                                progress=predict_progress)
+                                model_version_id=mv.id, bias=bias, progress=predict_progress)
+    # The reviewed slice gets the starter's prediction too: what a reviewer would have
+    # corrected. The Export page's estimate of the PHI left and the Model page's rule
+    # table measure from it. The starter never saw these notes (other patients, dev families).
+    predict_notes(engine, PROJECT, model, ((repo.find_document(engine, PROJECT, d.id), d) for d in gold),
+                  total=len(gold), model_version=mv.version, model_version_id=mv.id, bias=bias)
     reviewer_password = secrets.token_urlsafe(12)
     create_user(engine, "reviewer", reviewer_password, role="reviewer", actor=DEMO)
     print(

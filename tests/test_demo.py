@@ -34,6 +34,12 @@ def test_build_demo_is_complete_and_idempotent(tmp_path, monkeypatch):
     queue = repo.review_queue(engine, "demo")
     assert len(queue) == 5 and all(r.logprob is not None for r in queue)
     assert [r.logprob_span for r in queue] == sorted(r.logprob_span for r in queue)  # the default order
+    # the reviewed slice carries the starter's prediction, so the PHI-left estimate has notes
+    from deid_core.protect.estimate import estimate_project, reviewed_pairs
+
+    pairs = reviewed_pairs(engine, "demo")
+    assert len(pairs) == 3 and all(final for _, final in pairs)
+    assert estimate_project(engine, "demo").documents == 3
     printed = out.getvalue()
     assert "username: admin" in printed and "username: reviewer" in printed
     assert {u.username for u in list_users(engine)} == {"admin", "reviewer"}

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from deid_core.errors import DeidError
+from deid_core.spans import Document
 from deid_core.store import repository as repo
 from deid_core.store.authz import SYSTEM, Actor
 from deid_core.store.engine import read_session
@@ -156,13 +157,34 @@ def predict_unreviewed(
     The project's demoted rules tag nothing on their own (``with_project_rules``).
     ``actor`` (an admin) is checked by the store; ``SYSTEM`` is in-process code (the demo).
     """
+    return predict_notes(
+        engine, project, model, repo.unreviewed_documents(engine, project, batch_size=batch_size),
+        total=repo.count_documents(engine, project, statuses=repo.UNREVIEWED),
+        model_version=model_version, model_version_id=model_version_id, bias=bias,
+        progress=progress, actor=actor,
+    )
+
+
+def predict_notes(
+    engine: Engine,
+    project: str,
+    model: Any,
+    notes: Iterable[tuple[int, Document]],
+    *,
+    total: int,
+    model_version: str,
+    model_version_id: int | None,
+    bias: float,
+    progress: Progress | None = None,
+    actor: Actor = SYSTEM,
+) -> int:
+    """Predict ``(stored id, note)`` pairs with ``model`` at ``bias`` and store the predictions."""
     model = with_project_rules(model, repo.get_project(engine, project).settings)
-    total = repo.count_documents(engine, project, statuses=repo.UNREVIEWED)
     done = 0
 
     def items() -> Any:
         nonlocal done
-        for doc_id, doc in repo.unreviewed_documents(engine, project, batch_size=batch_size):
+        for doc_id, doc in notes:
             pred = model.predict(doc, bias=bias)
             done += 1
             if progress is not None and total:
