@@ -188,6 +188,11 @@ AGES_OVER_89 = [
     ("94yo F", [("94", "AGE")]),
     ("92 y/o M", [("92", "AGE")]),
     ("91 years of age", [("91", "AGE")]),
+    # notes written in capitals
+    ("ED TRIAGE\n92 YO M BIBA FROM SNF", [("92", "AGE")]),
+    ("94 YEAR OLD WOMAN", [("94", "AGE")]),
+    ("A 91 Y/O MAN", [("91", "AGE")]),
+    ("92 YOGA CLASSES", []),
     ("aged 91, lives alone", [("91", "AGE")]),
     ("age: 103", [("103", "AGE")]),
     ("in her 90s", [("90s", "AGE")]),
