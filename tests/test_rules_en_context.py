@@ -426,7 +426,19 @@ ROUND11 = [
     ("records from Garcia University Hospital obtained", [("Garcia University Hospital", "HOSPITAL")]),
 ]
 
+# Session 14: a patient's surname opening a line before an age and sex, with no cue word
+# (from sets 7, 13 and 14; the generator never writes it).
+ROUND14 = [
+    ("ccu rn note 1900-0700\npettibone, 71m, s/p stemi 11/18", [("pettibone", "PATIENT")]),
+    ("TSICU nursing\nMarchetti, Dominic 34M MCC vs car", [("Marchetti, Dominic", "PATIENT")]),
+    ("SICU NSG NOTE\nOKAFOR, 67F POD 1", [("OKAFOR", "PATIENT")]),
+    ("Foley 16F placed, draining", []),
+    ("Pt, 71m, resting", []),
+    ("hx, 45f w/ copd", []),
+]
+
 TABLES = {
+    "round 14": (ROUND14, NAMES),
     "round 11": (ROUND11, NAMES | ORGS | {"AGE"}),
     "round 10": (ROUND10, NAMES | ORGS | {"STREET", "DATE", "PHONE"}),
     "round 9": (ROUND9, NAMES | ORGS | {"STREET"}),

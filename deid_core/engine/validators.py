@@ -789,6 +789,20 @@ def patient_last_first(text: str, match: re.Match[str] | None = None) -> bool:
     return _name_words(text, match, strong=False, unknown_without_case=True)
 
 
+@register("patient_line_name")
+def patient_line_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A surname (or "Surname, Given") that opens a line before an age and sex ("pettibone, 71m").
+
+    The age and sex after it are the cue, as strong as "pt" before: so a
+    "Surname, Given" pair is judged as after a patient cue, and one word as a
+    relative's name after a kinship word (in a capitals or lower-case line a
+    word in no list counts).
+    """
+    if len(_NAME_WORD.findall(text)) >= 2:
+        return patient_last_first(text, match)
+    return _name_words(text, match, strong=False, unknown_without_case=True)
+
+
 @register("person_last_first")
 def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
     """ "Kelly, Kathleen": both words weak-cue names, and the second a lexicon first name."""
