@@ -435,10 +435,17 @@ ROUND14 = [
     ("Foley 16F placed, draining", []),
     ("Pt, 71m, resting", []),
     ("hx, 45f w/ copd", []),
+    # a home people live in, named with a plain word where case says nothing
+    ("92 YO M BIBA FROM SUNRISE SENIOR LIVING AFTER A FALL", [("SUNRISE SENIOR LIVING", "HOSPITAL")]),
+    ("pt accepted at Cedar Crest Health & Rehab for short-term rehab", [
+        ("Cedar Crest Health & Rehab", "HOSPITAL")]),
+    ("wife wants him back at his previous nursing home", []),
+    ("d/c to facility Hicks Nursing and Rehab", [("Hicks Nursing and Rehab", "HOSPITAL")]),
+    ("WOUND CARE CENTER TO FOLLOW", []),
 ]
 
 TABLES = {
-    "round 14": (ROUND14, NAMES),
+    "round 14": (ROUND14, NAMES | ORGS),
     "round 11": (ROUND11, NAMES | ORGS | {"AGE"}),
     "round 10": (ROUND10, NAMES | ORGS | {"STREET", "DATE", "PHONE"}),
     "round 9": (ROUND9, NAMES | ORGS | {"STREET"}),

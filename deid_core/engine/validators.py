@@ -560,6 +560,18 @@ _FACILITY_CUE_WORDS = frozenset({
     "elder", "and", "&", "funeral", "independent", "retirement", "air", "life", "med", "reg", "healthcare", "care",
     "hospital", "senior", "assisted", "urgent", "memorial", "general", "community", "university",
 })
+# Cues of a place people live in, whose names are often plain words ("Sunrise Senior Living").
+_RESIDENCE_CUES = ("senior living", "assisted living", "independent living", "nursing home",
+                   "nursing and rehab", "nursing & rehab", "health and rehab", "health & rehab",
+                   "retirement")
+# Plain words that say which home, not what it is called ("previous nursing home").
+_NOT_A_HOME_NAME = frozenset({
+    "previous", "prior", "current", "former", "usual", "old", "regular", "own", "private", "skilled",
+    "other", "another", "temporary", "permanent", "respite", "adult", "memory", "group", "local", "family",
+    "nearest", "closest", "original", "last", "next", "first", "second", "third", "good", "nice", "small",
+    "large", "big", "state", "county", "city", "town", "veterans", "independent", "assisted", "senior",
+    "facility", "residence", "community", "center", "place", "new", "same", "different",
+})
 # Words that begin place and facility names ("West Roxbury", "Good Samaritan", "Port Huron").
 _PLACE_PREFIXES = frozenset({
     "north", "south", "east", "west", "new", "port", "lake", "fort", "mount", "mt", "good", "saint", "st", "san",
@@ -601,6 +613,9 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     # Rehab"): a department word is allowed beside a word that is in no common-word,
     # stop-word or department list. A clinic named by its specialty alone is a department.
     practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
+    cue = " ".join(w.lower() for w in words[len(cue_free):])
+    residence = any(c in cue for c in _RESIDENCE_CUES)
+    caseless = match is not None and (caps or _lower_line(match.string, match.start(), match.end()))
     named = any(
         w.lower() not in lexicon.department and lexicon.classify(w) not in (COMMON, STOP) for w in cue_free
     )
@@ -613,9 +628,12 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
             return False
         kind = lexicon.classify(word)
         capitalised = word[0].isupper() and not caps and not word.isupper()
-        if kind in (STOP, COMMON) and not capitalised:
+        # "SUNRISE SENIOR LIVING", "heritage nursing home": a home people live in is often
+        # named with a plain word, and where case says nothing the cue has to carry it.
+        homely = kind == COMMON and residence and caseless and low not in _NOT_A_HOME_NAME
+        if kind in (STOP, COMMON) and not capitalised and not homely:
             return False
-        if kind not in (COMMON, STOP) or capitalised or lexicon.is_place(word):
+        if kind not in (COMMON, STOP) or capitalised or homely or lexicon.is_place(word):
             evidence = True
     if evidence and not any(w[0].isupper() and not caps and not w.isupper() for w in cue_free):
         # a lower-case or capitals name: the cue word must be written the same way
