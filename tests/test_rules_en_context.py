@@ -442,6 +442,11 @@ ROUND14 = [
     ("wife wants him back at his previous nursing home", []),
     ("d/c to facility Hicks Nursing and Rehab", [("Hicks Nursing and Rehab", "HOSPITAL")]),
     ("WOUND CARE CENTER TO FOLLOW", []),
+    # and a home-care agency named with a plain word
+    ("pt to go home w/ beacon hospice, first visit sat", [("beacon hospice", "ORGANIZATION")]),
+    ("PT TO GO HOME WITH BEACON HOSPICE", [("BEACON HOSPICE", "ORGANIZATION")]),
+    ("services through zuniga home care", [("zuniga home care", "ORGANIZATION")]),
+    ("residential hospice referral; referral to inpatient hospice", []),
 ]
 
 TABLES = {

@@ -560,17 +560,23 @@ _FACILITY_CUE_WORDS = frozenset({
     "elder", "and", "&", "funeral", "independent", "retirement", "air", "life", "med", "reg", "healthcare", "care",
     "hospital", "senior", "assisted", "urgent", "memorial", "general", "community", "university",
 })
-# Cues of a place people live in, whose names are often plain words ("Sunrise Senior Living").
-_RESIDENCE_CUES = ("senior living", "assisted living", "independent living", "nursing home",
-                   "nursing and rehab", "nursing & rehab", "health and rehab", "health & rehab",
-                   "retirement")
-# Plain words that say which home, not what it is called ("previous nursing home").
+# Cues of a home people live in, or of an agency that cares for them there, whose names are
+# often plain words ("Sunrise Senior Living", "Beacon Hospice").
+_PLAIN_NAME_CUES = ("senior living", "assisted living", "independent living", "nursing home",
+                    "nursing and rehab", "nursing & rehab", "health and rehab", "health & rehab",
+                    "retirement", "hospice", "home care", "home health")
+# Plain words that say which home or what kind of care, not what it is called
+# ("previous nursing home", "residential hospice").
 _NOT_A_HOME_NAME = frozenset({
     "previous", "prior", "current", "former", "usual", "old", "regular", "own", "private", "skilled",
     "other", "another", "temporary", "permanent", "respite", "adult", "memory", "group", "local", "family",
     "nearest", "closest", "original", "last", "next", "first", "second", "third", "good", "nice", "small",
     "large", "big", "state", "county", "city", "town", "veterans", "independent", "assisted", "senior",
     "facility", "residence", "community", "center", "place", "new", "same", "different",
+    "residential", "comfort", "pediatric", "routine", "continuous", "outpatient", "daily", "weekly",
+    "agency", "visiting", "medicare", "medicaid", "hospital", "care", "health", "services",
+    "through", "thru", "into", "onto", "under", "over", "within", "without", "toward", "towards",
+    "across", "around", "between", "during", "near", "until", "along",
 })
 # Words that begin place and facility names ("West Roxbury", "Good Samaritan", "Port Huron").
 _PLACE_PREFIXES = frozenset({
@@ -614,7 +620,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     # stop-word or department list. A clinic named by its specialty alone is a department.
     practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
     cue = " ".join(w.lower() for w in words[len(cue_free):])
-    residence = any(c in cue for c in _RESIDENCE_CUES)
+    plain_named = any(c in cue for c in _PLAIN_NAME_CUES)
     caseless = match is not None and (caps or _lower_line(match.string, match.start(), match.end()))
     named = any(
         w.lower() not in lexicon.department and lexicon.classify(w) not in (COMMON, STOP) for w in cue_free
@@ -630,7 +636,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         capitalised = word[0].isupper() and not caps and not word.isupper()
         # "SUNRISE SENIOR LIVING", "heritage nursing home": a home people live in is often
         # named with a plain word, and where case says nothing the cue has to carry it.
-        homely = kind == COMMON and residence and caseless and low not in _NOT_A_HOME_NAME
+        homely = kind == COMMON and plain_named and caseless and low not in _NOT_A_HOME_NAME
         if kind in (STOP, COMMON) and not capitalised and not homely:
             return False
         if kind not in (COMMON, STOP) or capitalised or homely or lexicon.is_place(word):
