@@ -119,6 +119,11 @@ EN_CASES = [
     ("rass -5, tof 2/4. oseltamivir", "2/4", "DATE", None),
     ("cvicu rn 0700-1900", "cvicu", "DOCTOR", None),
     ("TLC placed by fellow in Trendelenburg, CXR", "Trendelenburg", "CITY", None),
+    # session 14: a lab panel is no health plan, id or name, however a model read it
+    ("bnp 3353\nna 132 k 5.0 cl 98 hco3 23", "bnp 3353\nna 132 k 5.0 cl 98", "HEALTHPLAN", None),
+    ("labs: wbc 9.4 hgb 9.3 plt 252", "wbc 9.4 hgb 9.3", "IDNUM", None),
+    ("Mg 2.1 repleted", "Mg 2.1", "IDNUM", "Mg 2.1"),
+    ("BCBS 88231 K 4", "BCBS 88231", "HEALTHPLAN", "BCBS 88231"),
 ]
 
 
