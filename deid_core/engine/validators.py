@@ -594,6 +594,9 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     word must be a name, a place, a word in no list, or a capitalised word in a
     mixed-case line. In a lower-case or capitals phrase, the name word and the
     cue must share their case ("echocardiogram Hospital Course" is two things).
+    Homes and home-care agencies ("senior living", "nursing home", "hospice") may
+    carry a plain English word as their name there ("SUNRISE SENIOR LIVING"),
+    unless it says which home rather than naming it ("previous nursing home").
     """
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
@@ -634,7 +637,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
             return False
         kind = lexicon.classify(word)
         capitalised = word[0].isupper() and not caps and not word.isupper()
-        # "SUNRISE SENIOR LIVING", "heritage nursing home": a home people live in is often
+        # "SUNRISE SENIOR LIVING", "beacon hospice": a home or a home-care agency is often
         # named with a plain word, and where case says nothing the cue has to carry it.
         homely = kind == COMMON and plain_named and caseless and low not in _NOT_A_HOME_NAME
         if kind in (STOP, COMMON) and not capitalised and not homely:
