@@ -566,15 +566,15 @@ _PLAIN_NAME_CUES = ("senior living", "assisted living", "independent living", "n
                     "nursing and rehab", "nursing & rehab", "health and rehab", "health & rehab",
                     "retirement", "hospice", "home care", "home health")
 # Plain words that say which home or what kind of care, not what it is called
-# ("previous nursing home", "residential hospice").
+# ("previous nursing home", "residential hospice"); cue words never get this far.
 _NOT_A_HOME_NAME = frozenset({
     "previous", "prior", "current", "former", "usual", "old", "regular", "own", "private", "skilled",
     "other", "another", "temporary", "permanent", "respite", "adult", "memory", "group", "local", "family",
     "nearest", "closest", "original", "last", "next", "first", "second", "third", "good", "nice", "small",
-    "large", "big", "state", "county", "city", "town", "veterans", "independent", "assisted", "senior",
-    "facility", "residence", "community", "center", "place", "new", "same", "different",
+    "large", "big", "state", "county", "city", "town", "veterans",
+    "facility", "residence", "center", "place", "new", "same", "different",
     "residential", "comfort", "pediatric", "routine", "continuous", "outpatient", "daily", "weekly",
-    "agency", "visiting", "medicare", "medicaid", "hospital", "care", "health", "services",
+    "agency", "visiting", "medicare", "medicaid", "services",
     "through", "thru", "into", "onto", "under", "over", "within", "without", "toward", "towards",
     "across", "around", "between", "during", "near", "until", "along",
 })
@@ -612,6 +612,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     # "healthcare center", "home health services")
     while cue_free and cue_free[-1].lower() in _FACILITY_CUE_WORDS:
         cue_free = cue_free[:-1]
+    cue_phrase = " ".join(w.lower() for w in words[len(cue_free):])
     # "west matthew nursing home", "good samaritan hospital": a place prefix is part of the name, no evidence
     if len(cue_free) > 1 and cue_free[0].lower().rstrip(".") in _PLACE_PREFIXES:
         cue_free = cue_free[1:]
@@ -622,9 +623,12 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     # Rehab"): a department word is allowed beside a word that is in no common-word,
     # stop-word or department list. A clinic named by its specialty alone is a department.
     practice = words[-1].lower() in {"associates", "partners", "group", "practice"}
-    cue = " ".join(w.lower() for w in words[len(cue_free):])
-    plain_named = any(c in cue for c in _PLAIN_NAME_CUES)
-    caseless = match is not None and (caps or _lower_line(match.string, match.start(), match.end()))
+    # Only where case says nothing may a plain word name a home ("heritage nursing home").
+    plain_named = (
+        any(c in cue_phrase for c in _PLAIN_NAME_CUES)
+        and match is not None
+        and (caps or _lower_line(match.string, match.start(), match.end()))
+    )
     named = any(
         w.lower() not in lexicon.department and lexicon.classify(w) not in (COMMON, STOP) for w in cue_free
     )
@@ -639,7 +643,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
         capitalised = word[0].isupper() and not caps and not word.isupper()
         # "SUNRISE SENIOR LIVING", "beacon hospice": a home or a home-care agency is often
         # named with a plain word, and where case says nothing the cue has to carry it.
-        homely = kind == COMMON and plain_named and caseless and low not in _NOT_A_HOME_NAME
+        homely = kind == COMMON and plain_named and low not in _NOT_A_HOME_NAME
         if kind in (STOP, COMMON) and not capitalised and not homely:
             return False
         if kind not in (COMMON, STOP) or capitalised or homely or lexicon.is_place(word):
