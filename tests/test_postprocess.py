@@ -124,6 +124,18 @@ EN_CASES = [
     ("labs: wbc 9.4 hgb 9.3 plt 252", "wbc 9.4 hgb 9.3", "IDNUM", None),
     ("Mg 2.1 repleted", "Mg 2.1", "IDNUM", "Mg 2.1"),
     ("BCBS 88231 K 4", "BCBS 88231", "HEALTHPLAN", "BCBS 88231"),
+    # session 15: fractions are no dates; capitals that are no state; PA-C and NH staff are roles
+    ("CGA 33 1/7 wks", "1/7", "DATE", None),
+    ("crackles 1/3 up bilat", "1/3", "DATE", None),
+    ("give 1/2 tab", "1/2", "DATE", None),
+    ("adm 3/4 w/ chf", "3/4", "DATE", "3/4"),
+    ("seen 3/4 up in clinic", "3/4", "DATE", None),
+    ("PT ALERT, MAE. C/O PAIN", "MAE", "STATE", None),
+    ("Caxias do Sul, RS 24893", "RS", "STATE", "RS"),
+    ("moved from NH last year", "NH", "STATE", "NH"),
+    ("J. Prendergast, PA-C", "PA", "STATE", None),
+    ("NH staff can be reached at", "NH", "STATE", None),
+    ("Scranton, PA 18503", "PA", "STATE", "PA"),
 ]
 
 

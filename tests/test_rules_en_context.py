@@ -449,7 +449,46 @@ ROUND14 = [
     ("residential hospice referral; referral to inpatient hospice", []),
 ]
 
+# Session 15: from challenge set 15 (ICU nursing notes): newborns named "Baby boy <surname>",
+# relatives after "sibling" and "ex-husband", record abbreviations that are no name, abbreviated
+# facility words, "Visiting Nurse Assoc. of ...", the hospital after "ED at", a state's postal code
+# after "lives in" and numbered roads.
+ROUND15 = [
+    ("Baby boy Okonkwo, DOL 12, CGA 33 1/7 wks", [("Okonkwo", "PATIENT")]),
+    ('baby girl delacroix ("lulu"), twin B, 29 wk', [("delacroix", "PATIENT")]),
+    ("baby boy born at 0300, baby girl is feeding well", []),
+    ("Sibling Aaliyah (6yo) at grandma's", [("Aaliyah", "PATIENT")]),
+    ("pt's ex-husband walt called, is NOT hcp", [("walt", "PATIENT")]),
+    ("93 yo per daughter, dob on face sheet wrong", []),
+    ("PCP: Dr. Ostrowski, Bowdoin St Health Ctr.", [("Ostrowski", "DOCTOR"), ("Bowdoin St Health Ctr", "HOSPITAL")]),
+    ("PCP DR. MACINTYRE AT FALMOUTH FAM MED TO SEE IN 1 WK", [
+        ("MACINTYRE", "DOCTOR"), ("FALMOUTH FAM MED", "HOSPITAL")]),
+    ("VNA: VISITING NURSE ASSOC OF CAPE COD , START OF CARE 11/20", [("VISITING NURSE ASSOC OF CAPE COD", "HOSPITAL")]),
+    ("Advised to go to ED at Mercy or call 911.", [("Mercy", "HOSPITAL")]),
+    ("seen in ED at bedside by team", []),
+    ("hcp is sister (lives in nh), # 603-555-0172", [("nh", "STATE")]),
+    ("pt lives in ME with wife", [("ME", "STATE")]),
+    ("she lives in or near town", []),
+]
+# Yearless month-day with a hyphen after a date cue; ranges of values are left alone.
+ROUND15_DATES = [
+    ("pt adm 3-14 w/ sob. echo done 3-15.", [("3-14", "DATE"), ("3-15", "DATE")]),
+    ("Extubated on 4-20. cx from 12-2 neg", [("4-20", "DATE"), ("12-2", "DATE")]),
+    ("family mtg thurs 11-6 w/ team", [("11-6", "DATE")]),
+    ("HR 80-100, on 2-3L NC, from 2-3 days, since 1-2 wks", []),
+    ("peep weaned from 10-12. levo titrated on 5-8", []),
+    ("on 2-4 mcg, done 1-2 times, on 13-14", []),
+]
+ROUND15_ROADS = [
+    ("32M unrestrained driver MVC on Rte 128 8/9", [("Rte 128", "STREET")]),
+    ("lives off Route 9 in a trailer", [("Route 9", "STREET")]),
+    ("route 2 of administration; RTE: PO", []),
+]
+
 TABLES = {
+    "round 15": (ROUND15, NAMES | ORGS),
+    "round 15 roads": (ROUND15_ROADS, {"STREET"}),
+    "round 15 dates": (ROUND15_DATES, {"DATE"}),
     "round 14": (ROUND14, NAMES | ORGS),
     "round 11": (ROUND11, NAMES | ORGS | {"AGE"}),
     "round 10": (ROUND10, NAMES | ORGS | {"STREET", "DATE", "PHONE"}),

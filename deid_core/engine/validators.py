@@ -244,6 +244,23 @@ def short_date(text: str, match: re.Match[str] | None = None) -> bool:
     return not _no_cue_before(_DATE_CUE, match, 16) or _no_cue_before(_SCORE_CONTEXT, match, 30)
 
 
+# Words after which "from 5-8" or "on 2-4" is a range of values, not a month and day.
+_MEASURE_CONTEXT = re.compile(
+    r"(?i:\b(?:hr|sbp|dbp|map|rr|resp|sats?|spo2|o2|nc|fm|gtt|drip|dose|doses|titrated|weaned|increased"
+    r"|decreased|range[ds]?|ranging|varied|varying|between|temp|cvp|pad|u/?o|uop|output|glucose|fs|fsbs|bs"
+    r"|k|mg|na|hct|hgb|plt|wbc|inr|ptt|lactate|rate|volume|peep|ps|fio2|tv|vt|cpap|bipap|pain|score)\b[^\n]{0,16})$"
+)
+
+
+@register("dash_date")
+def dash_date(text: str, match: re.Match[str] | None = None) -> bool:
+    """A yearless "3-14" after a date cue: calendar-valid, and no vital sign, drip or lab within a few
+    words before the cue ("HR from 80-100", "weaned on 5-8"), where the pair is a range."""
+    if match is None or not valid_date(text, match):
+        return False
+    return _no_cue_before(_MEASURE_CONTEXT, match, 28)
+
+
 # Cues after which a phone-shaped number belongs to another rule (fax, record, episode).
 _OTHER_CUE = re.compile(
     r"(?i:\b(?:fax(?:ed\s+to)?|nhc|episodio|nass|mrn)\b\.?\s*(?:#|no\.?|n[º°])?\s*[:#.]?\s*(?:\+\s?)?\(?)$"
