@@ -136,6 +136,10 @@ EN_CASES = [
     ("J. Prendergast, PA-C", "PA", "STATE", None),
     ("NH staff can be reached at", "NH", "STATE", None),
     ("Scranton, PA 18503", "PA", "STATE", "PA"),
+    ("Son stayed until 2200.", "2200", "DATE", None),
+    ("signed Jill Estes RN 0845", "0845", "DATE", None),
+    ("CABG in 2010 at Lahey", "2010", "DATE", "2010"),
+    ("MI 1998", "1998", "DATE", "1998"),
 ]
 
 

@@ -469,6 +469,21 @@ ROUND15 = [
     ("hcp is sister (lives in nh), # 603-555-0172", [("nh", "STATE")]),
     ("pt lives in ME with wife", [("ME", "STATE")]),
     ("she lives in or near town", []),
+    ("was born in Jamaica & moved to La Palma in 2005", [("Jamaica", "CITY"), ("La Palma", "CITY")]),
+    # set 16: the second relative after "AND" in capitals; University of X Hospital in capitals;
+    # the facility after "visit w/ Dr. X at"; a hospital before its ED; a home-infusion company
+    ("DAUGHTERS IMANI AND KEISHA VISITED", [("IMANI", "PATIENT"), ("KEISHA", "PATIENT")]),
+    ("TO: UNIVERSITY OF UTAH HOSPITAL BURN UNIT", [("UNIVERSITY OF UTAH HOSPITAL", "HOSPITAL")]),
+    ("Pt wants tubal at 6 wk visit w/ Dr. Adeyemi at Tufts.", [("Adeyemi", "DOCTOR"), ("Tufts", "HOSPITAL")]),
+    ("Go to Hasbro ED if lethargic.", [("Hasbro", "HOSPITAL")]),
+    ("sent to the Peds ED, pt seen in Main ED, from OSH ED, to Adult ED", []),
+    ("pump d/c wed by option care.", [("option care", "ORGANIZATION")]),
+    # the hospital's name ends before "urgent care" or "ED" (the generator marks the name only)
+    ("Pt was seen at SLMC urgent care on 5/27", [("SLMC", "HOSPITAL")]),
+    ("seen at Wentworth ED last wk", [("Wentworth", "HOSPITAL")]),
+    ("dr ok'd if counts ok", []),
+    ("Cape Ann Internal Medicine, 41 Prospect Street", [("Cape Ann Internal Medicine", "HOSPITAL")]),
+    ("General Internal Medicine clinic; Inpatient Physical Therapy eval", []),
 ]
 # Yearless month-day with a hyphen after a date cue; ranges of values are left alone.
 ROUND15_DATES = [
