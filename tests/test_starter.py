@@ -75,6 +75,19 @@ def test_starter_records_recall_bias_and_a_reproducible_corpus(starter_env):
     json.dumps(meta)  # training.json stays plain JSON
 
 
+def test_a_name_the_rules_found_is_propagated_in_the_note(starter_env):
+    """The starter seeds propagation from rule names (score 0.7): the relative named after
+    "sister" is also masked where the note names her again without a cue."""
+    model = starter_env["model"]
+    assert model.config.propagate_min_score == starter_mod.recipe("en").propagate_min_score == 0.7
+    text = "hcp is sister phyllis (lives in nh).\ndr tran updated phyllis at 2100.\n"
+    spans = model.predict(Document("d1", text, (), {}), 0.0).spans
+    second = text.rindex("phyllis")
+    hit = [s for s in spans if s.start == second and s.end == second + len("phyllis")]
+    assert hit and hit[0].label == "PATIENT"
+    assert any(s.start == text.index("phyllis") and s.source == "rule:kin_name" for s in spans)
+
+
 def test_predict_without_model_uses_the_starter(starter_env, notes_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DEID_STARTER_DIR", str(starter_env["cache"]))
     monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")

@@ -357,7 +357,7 @@ def register(subparsers: Any) -> None:
                         " every note of the input; patient and corpus read the input twice")
     d.add_argument("--seed-min-score", type=float, default=None, metavar="P",
                    help="marginal probability at which a tagged span seeds the scope"
-                        " (default: the model's propagate_min_score, 0.9)")
+                        " (default: the model's propagate_min_score: 0.9, 0.7 for the bundled English starter)")
     d.add_argument("--keep-ids", action="store_true",
                    help="write original ids, patient keys and source paths instead of HMAC pseudonyms")
     d.add_argument("--allow-leaks", action="store_true",
