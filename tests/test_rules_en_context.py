@@ -493,6 +493,7 @@ ROUND15_DATES = [
     ("HR 80-100, on 2-3L NC, from 2-3 days, since 1-2 wks", []),
     ("peep weaned from 10-12. levo titrated on 5-8", []),
     ("on 2-4 mcg, done 1-2 times, on 13-14", []),
+    ("INR 2.3 on 3-14, K 3.4 repleted on 3-15", [("3-14", "DATE"), ("3-15", "DATE")]),
 ]
 ROUND15_ROADS = [
     ("32M unrestrained driver MVC on Rte 128 8/9", [("Rte 128", "STREET")]),

@@ -67,9 +67,9 @@ class StarterRecipe:
     max_iterations: int = 100
     recall_target: float = DEFAULT_TARGET
     # A name the rules found ("wife Dolores", "Dr. Haskell": rule scores 0.7-0.85) seeds its other
-    # occurrences in the note at 0.7; at the engine's default 0.9 only CRF spans did. On the
-    # hand-written sets this finds 15-20 more PHI characters per 1,000 missed, for about 5
-    # false-positive ones (docs/engine.md, "Session 15").
+    # occurrences in the note at 0.7; at the engine's default 0.9 only CRF spans did. On
+    # hand-written sets 1-14 this finds 15-20 of the 700-1,000 PHI characters the starter
+    # missed, for about 5 more false-positive ones (docs/engine.md, "Session 15").
     propagate_min_score: float = 0.7
 
     def dev_options(self) -> dict[str, Any]:
