@@ -484,6 +484,8 @@ ROUND15 = [
     ("dr ok'd if counts ok", []),
     ("Cape Ann Internal Medicine, 41 Prospect Street", [("Cape Ann Internal Medicine", "HOSPITAL")]),
     ("General Internal Medicine clinic; Inpatient Physical Therapy eval", []),
+    ("will f/u w/ Boston Health Care for the Homeless for PCP.", [("Boston Health Care for the Homeless", "HOSPITAL")]),
+    ("Spaulding Rehab for PT eval", [("Spaulding Rehab", "HOSPITAL")]),
 ]
 # Yearless month-day with a hyphen after a date cue; ranges of values are left alone.
 ROUND15_DATES = [
@@ -494,11 +496,16 @@ ROUND15_DATES = [
     ("peep weaned from 10-12. levo titrated on 5-8", []),
     ("on 2-4 mcg, done 1-2 times, on 13-14", []),
     ("INR 2.3 on 3-14, K 3.4 repleted on 3-15", [("3-14", "DATE"), ("3-15", "DATE")]),
+    # set 17: after "s/p" and up to three words of the procedure
+    ("Pt 72 yo M w/ BMI 17, s/p PEG 10-3. TF Jevity", [("10-3", "DATE")]),
+    ("88 yo f s/p r hip hemiarthroplasty 3-21, wbat.", [("3-21", "DATE")]),
+    ("s/p fluid bolus 1-2 L, s/p lasix 40 iv 1-2 hrs", []),
 ]
 ROUND15_ROADS = [
     ("32M unrestrained driver MVC on Rte 128 8/9", [("Rte 128", "STREET")]),
     ("lives off Route 9 in a trailer", [("Route 9", "STREET")]),
     ("route 2 of administration; RTE: PO", []),
+    ("23F s/p MVC on I-93, I-131 uptake scan", [("I-93", "STREET")]),
 ]
 
 TABLES = {

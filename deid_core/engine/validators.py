@@ -619,8 +619,9 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     lexicon = load_lexicon("en")
-    # "Life Care Center of Nashoba": the words before "of" carry the cue.
-    text = re.split(r"\s+of\s+(?:the\s+)?(?=[A-Z])", text, maxsplit=1)[0]
+    # "Life Care Center of Nashoba", "Boston Health Care for the Homeless": the words before
+    # "of" / "for the" carry the cue.
+    text = re.split(r"\s+(?:of|for\s+the)\s+(?:the\s+)?(?=[A-Z])", text, maxsplit=1)[0]
     words = _NAME_WORD.findall(text)
     if len(words) < 2:
         return False
