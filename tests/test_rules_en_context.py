@@ -482,6 +482,10 @@ ROUND15 = [
     ("Pt was seen at SLMC urgent care on 5/27", [("SLMC", "HOSPITAL")]),
     ("seen at Wentworth ED last wk", [("Wentworth", "HOSPITAL")]),
     ("dr ok'd if counts ok", []),
+    # a capitalised English word right after a kinship word, on its line, in a mixed-case line
+    ("Spoke w/ pt's husband Norm; pt febrile 101.3", [("Norm", "PATIENT")]),
+    ("d/c'd to home w/ her sister\n\nFollowup Instructions\nDr. Lee in 2 wks", [("Lee", "DOCTOR")]),
+    ("Spoke w/ pt's husband today; wife supportive", []),
     ("Cape Ann Internal Medicine, 41 Prospect Street", [("Cape Ann Internal Medicine", "HOSPITAL")]),
     ("General Internal Medicine clinic; Inpatient Physical Therapy eval", []),
     ("will f/u w/ Boston Health Care for the Homeless for PCP.", [("Boston Health Care for the Homeless", "HOSPITAL")]),

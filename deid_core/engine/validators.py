@@ -316,7 +316,8 @@ def _lower_line(text: str, start: int, end: int) -> bool:
 
 
 def _name_words(
-    text: str, match: re.Match[str] | None, *, strong: bool, unknown_without_case: bool = False
+    text: str, match: re.Match[str] | None, *, strong: bool, unknown_without_case: bool = False,
+    common_capitalised: bool = False,
 ) -> bool:
     from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, UNKNOWN, load_lexicon
 
@@ -344,7 +345,7 @@ def _name_words(
             continue
         if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and not multi)):
             return False
-        if kind == COMMON and not (capitalised and strong):
+        if kind == COMMON and not (capitalised and (strong or (common_capitalised and not multi))):
             return False
     return seen
 
@@ -379,7 +380,10 @@ def person_kin(text: str, match: re.Match[str] | None = None) -> bool:
     name far more often than by an unlisted word, and real notes name relatives
     the lexicons do not hold.
     """
-    return _name_words(text, match, strong=False, unknown_without_case=True)
+    # "husband Norm", "wife Joy": a capitalised English word right after the kinship word, on its
+    # line, is a name in a mixed-case line (not "sister\n\nFollowup Instructions").
+    same_line = match is not None and "\n" not in match.string[match.start() : match.start(match.lastindex or 0)]
+    return _name_words(text, match, strong=False, unknown_without_case=True, common_capitalised=same_line)
 
 
 @register("person_kin_word")
