@@ -600,6 +600,9 @@ _NOT_A_HOME_NAME = frozenset({
     "through", "thru", "into", "onto", "under", "over", "within", "without", "toward", "towards",
     "across", "around", "between", "during", "near", "until", "along",
 })
+# "Life Care Center of Nashoba", "Boston Health Care for the Homeless": the words before
+# "of" / "for the" carry the cue.
+_FACILITY_TAIL = re.compile(r"\s+(?:of|for\s+the)\s+(?:the\s+)?(?=[A-Z])")
 # Words that begin place and facility names ("West Roxbury", "Good Samaritan", "Port Huron").
 _PLACE_PREFIXES = frozenset({
     "north", "south", "east", "west", "new", "port", "lake", "fort", "mount", "mt", "good", "saint", "st", "san",
@@ -623,9 +626,7 @@ def facility_name(text: str, match: re.Match[str] | None = None) -> bool:
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     lexicon = load_lexicon("en")
-    # "Life Care Center of Nashoba", "Boston Health Care for the Homeless": the words before
-    # "of" / "for the" carry the cue.
-    text = re.split(r"\s+(?:of|for\s+the)\s+(?:the\s+)?(?=[A-Z])", text, maxsplit=1)[0]
+    text = _FACILITY_TAIL.split(text, maxsplit=1)[0]
     words = _NAME_WORD.findall(text)
     if len(words) < 2:
         return False
