@@ -140,6 +140,11 @@ EN_CASES = [
     ("signed Jill Estes RN 0845", "0845", "DATE", None),
     ("CABG in 2010 at Lahey", "2010", "DATE", "2010"),
     ("MI 1998", "1998", "DATE", "1998"),
+    # session 16: "NH" after a facility's own word is the nursing home; "EW" the emergency ward
+    ("admitted from Marlowe Manor NH w/ urosepsis", "NH", "STATE", None),
+    ("lives in Nashua NH with wife", "NH", "STATE", "NH"),
+    ("Concord Rehab, NH 03301", "NH", "STATE", "NH"),
+    ("after 2L NS in EW. levo started", "EW", "CITY", None),
 ]
 
 

@@ -512,7 +512,30 @@ ROUND15_ROADS = [
     ("23F s/p MVC on I-93, I-131 uptake scan", [("I-93", "STREET")]),
 ]
 
+# Session 16: from challenge set 18 (ICU nursing notes across a stay): buildings and wards named
+# after people, with their floor; a town before its police; named places after "Dispo:";
+# relatives after plural shorthand ("dtrs"); short names that are also shorthand after a
+# kinship word; the acute pain service before a name; "r.n." after a signature.
+ROUND16 = [
+    ("EVENTS: PT TRANSFERRED TO FENWICK 6 AT 1600.", [("FENWICK 6", "HOSPITAL")]),
+    ("Transfer Note MICU -> Hollister 9\nPt is 55 yo", [("Hollister 9", "HOSPITAL")]),
+    ("Plan: ?transfer to Whitlock 4 tomorrow if stable.", [("Whitlock 4", "HOSPITAL")]),
+    ("transfer to Room 4, to MICU 7, transfer to Floor 6, called out to 7 West", []),
+    ("Police (Tewksbury PD) called re: belongings.", [("Tewksbury", "CITY")]),
+    ("State Police at bedside; police called", []),
+    ("Dispo: ? Bournewood vs Gosnold after medically cleared.", [
+        ("Bournewood", "HOSPITAL"), ("Gosnold", "HOSPITAL")]),
+    ("Dispo: home vs rehab. dispo to SNF when stable. Dispo: TBD", []),
+    ("family: dtrs ellen and fran in all day.", [("ellen", "PATIENT"), ("fran", "PATIENT")]),
+    ("Family: wife Peg and son Alan visited.", [("Peg", "PATIENT"), ("Alan", "PATIENT")]),
+    ("s/p PEG 10/3; son will call back; wife ED visit", []),
+    ("pain 2-4/10. APS (Nadia) in to check, no changes.", [("Nadia", "DOCTOR")]),
+    ("wife ginny called 0200, updated.\nbob r.n.\n", [("ginny", "PATIENT"), ("bob", "DOCTOR")]),
+    ("last drink 8/23/24 per pt. Hx of DTs", []),
+]
+
 TABLES = {
+    "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),
     "round 15": (ROUND15, NAMES | ORGS),
     "round 15 roads": (ROUND15_ROADS, {"STREET"}),
     "round 15 dates": (ROUND15_DATES, {"DATE"}),

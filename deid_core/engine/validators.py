@@ -315,6 +315,12 @@ def _lower_line(text: str, start: int, end: int) -> bool:
     return lower >= 6 and upper * 20 <= lower
 
 
+# Short first names that are also clinical shorthand or calendar words, and so on the stop
+# list ("PEG", "ED", "May"): a name only right after a kinship word, capitalised, in a
+# mixed-case line ("wife Peg", "husband Ed").
+_KIN_STOP_NAMES = frozenset({"peg", "ed", "jan", "may", "will", "tia", "aline", "junior"})
+
+
 def _name_words(
     text: str, match: re.Match[str] | None, *, strong: bool, unknown_without_case: bool = False,
     common_capitalised: bool = False,
@@ -339,7 +345,9 @@ def _name_words(
         kind = lexicon.classify(word)
         # "Hall", "McDonald", "O'Brien"; not an abbreviation's plural ("PFTs", "ABGs")
         capitalised = _CAPITALISED.match(word) is not None and not caps
-        if kind == STOP:
+        if kind == STOP and not (
+            common_capitalised and not multi and capitalised and word.lower() in _KIN_STOP_NAMES
+        ):
             return False
         if kind == UNKNOWN and caseless and len(word) >= 3:
             continue
