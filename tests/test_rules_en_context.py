@@ -532,6 +532,10 @@ ROUND16 = [
     ("pain 2-4/10. APS (Nadia) in to check, no changes.", [("Nadia", "DOCTOR")]),
     ("wife ginny called 0200, updated.\nbob r.n.\n", [("ginny", "PATIENT"), ("bob", "DOCTOR")]),
     ("last drink 8/23/24 per pt. Hx of DTs", []),
+    # a relative whose name is a word, in capitals or lower case, before "in to visit" / "in at"
+    ("SOCIAL: WIFE DOT IN TO VISIT, AWARE OF TRANSFER.", [("DOT", "PATIENT")]),
+    ("family: dtr summer in at 1300, met w/ team", [("summer", "PATIENT")]),
+    ("daughter also in to visit; son in at 1300; WIFE IN TO VISIT; son stayed overnight", []),
 ]
 
 TABLES = {
