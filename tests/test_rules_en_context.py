@@ -536,10 +536,33 @@ ROUND16 = [
     ("SOCIAL: WIFE DOT IN TO VISIT, AWARE OF TRANSFER.", [("DOT", "PATIENT")]),
     ("family: dtr summer in at 1300, met w/ team", [("summer", "PATIENT")]),
     ("daughter also in to visit; son in at 1300; WIFE IN TO VISIT; son stayed overnight", []),
+    # set 19: a place after a verb of going or calling whatever else the word is; a first name
+    # after a role in parentheses; Kindred; "IP team"
+    ("going home to quincy tonight.", [("quincy", "CITY")]),
+    ("pt's son moe called from revere, aware of plan.", [("moe", "PATIENT"), ("revere", "CITY")]),
+    ("report called to Sandy, called to whitney", []),
+    ("last contact was Easter. SW (Imani) aware.", [("Imani", "DOCTOR")]),
+    ("working on LTAC placement, Kindred screening tomorrow. kindred spirits", [("Kindred", "ORGANIZATION")]),
+    ("Trach changed to #7 Portex by IP team today.", []),
+]
+# Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
+ROUND16_DATES = [
+    ("pt asks to go home for thanksgiving.", [("thanksgiving", "DATE")]),
+    ("last contact was Easter; by XMAS; Christmas disease (factor IX)", [("Easter", "DATE"), ("XMAS", "DATE")]),
+    ("Pt known to this unit from admit 10-2 to 10-9 for PNA.", [("10-2", "DATE"), ("10-9", "DATE")]),
+    ("pt adm 12-3 via ew w/ gi bleed, egd 12-4 w/ clip x2.", [("12-3", "DATE"), ("12-4", "DATE")]),
+    ("CT 2-3 days ago; echo 1-2 wks; HR 80-100 to 110-120; cath 2-3 vessels", []),
+]
+# A bare age over 89 after "who is".
+ROUND16_AGES = [
+    ("wife harriet, who is 91. son peter", [("91", "AGE")]),
+    ("sats fine, she is 95%; he is 100 lbs; mother (now 96) at home", [("96", "AGE")]),
 ]
 
 TABLES = {
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),
+    "round 16 dates": (ROUND16_DATES, {"DATE"}),
+    "round 16 ages": (ROUND16_AGES, {"AGE"}),
     "round 15": (ROUND15, NAMES | ORGS),
     "round 15 roads": (ROUND15_ROADS, {"STREET"}),
     "round 15 dates": (ROUND15_DATES, {"DATE"}),

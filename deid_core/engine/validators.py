@@ -696,7 +696,7 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
     A place that is also a common word ("Mobile", "Orange") needs its capital
     letter in a mixed-case line; a stop word never counts.
     """
-    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, load_lexicon
 
     lexicon = load_lexicon("en")
     phrase = text.strip()
@@ -709,12 +709,26 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
         if kind == STOP:
             return False
         after_from_or_to = match is not None and re.match(r"(?i)(?:from|to)\b", match.group(0)) is not None
+        # "going home to quincy", "called from revere": a verb of going or calling before the cue
+        # makes it a place's cue, whatever the word also is.
+        verb = match and _TRAVEL_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
+        # "called from revere", but not "report called to Sandy": a call comes from a place, goes to a person
+        travel = bool(verb) and not (verb.group(1).lower().startswith("call") and match.group(0)[:2].lower() == "to")
         common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
-        if after_from_or_to and common_first and words[0].lower() not in _US_STATE_NAMES:
+        if after_from_or_to and common_first and not travel and words[0].lower() not in _US_STATE_NAMES:
             return False  # "call from Dennis", "report to Whitney": a person far more often than a town
-        if kind == COMMON or lexicon.classify(words[0]) == "ambiguous" or len(words[0]) < 4:
+        if kind == COMMON or kind == AMBIGUOUS or len(words[0]) < 4:
+            lower = match is not None and _lower_line(match.string, match.start(), match.end())
+            if travel and lower and kind == AMBIGUOUS and len(words[0]) >= 4:
+                return True  # "son called from revere" in a lower-case note
             return words[0][0].isupper() and not caps and not words[0].isupper()
     return True
+
+
+_TRAVEL_BEFORE = re.compile(
+    r"(?i)\b(home|back|return(?:s|ed|ing)?|drive|driving|drove|fly|flying|flew|came|coming|come|called|calls"
+    r"|calling|moved|moving|lives|living|resides|relocated)(?:[ \t]+(?:in|up|down|over|back|home))?[ \t]+$"
+)
 
 
 _US_STATE_NAMES = frozenset(
