@@ -544,6 +544,15 @@ ROUND16 = [
     ("last contact was Easter. SW (Imani) aware.", [("Imani", "DOCTOR")]),
     ("working on LTAC placement, Kindred screening tomorrow. kindred spirits", [("Kindred", "ORGANIZATION")]),
     ("Trach changed to #7 Portex by IP team today.", []),
+    # set 20: a hospital by one word before a role; a dash signature with a first name and an
+    # initial; a clergy title in parentheses; "in from" a place; a service before "fellow Dr. X"
+    ("Endocrine (Joslin fellow Dr. Mensah) to see.", [("Joslin", "HOSPITAL"), ("Mensah", "DOCTOR")]),
+    ("Renal fellow, Pulm consult, Night resident, Maria resident, Stroke team", []),
+    ("Wife Marjorie here.\nCards fellow Dr. Ibekwe.\n- Trish O.\n", [
+        ("Marjorie", "PATIENT"), ("Ibekwe", "DOCTOR"), ("Trish O.", "DOCTOR")]),
+    ("plan: f/u labs\n- no\n", []),
+    ("chaplain (fr. tobin) in at 1600.", [("tobin", "DOCTOR")]),
+    ("granddaughter april in from providence, pt's only", [("april", "PATIENT"), ("providence", "CITY")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [
@@ -552,6 +561,12 @@ ROUND16_DATES = [
     ("Pt known to this unit from admit 10-2 to 10-9 for PNA.", [("10-2", "DATE"), ("10-9", "DATE")]),
     ("pt adm 12-3 via ew w/ gi bleed, egd 12-4 w/ clip x2.", [("12-3", "DATE"), ("12-4", "DATE")]),
     ("CT 2-3 days ago; echo 1-2 wks; HR 80-100 to 110-120; cath 2-3 vessels", []),
+    ("PT S/P EX LAP, SBR 12-8. POD 2.", [("12-8", "DATE")]),
+    # a day of the month as an ordinal
+    ("family mtg scheduled for the 9th at 1400.", [("9th", "DATE")]),
+    ("AVR (Dr. Mahmoud) on the 7th.\nson coming Saturday the 13th from Albany.", [
+        ("7th", "DATE"), ("13th", "DATE")]),
+    ("on the 3rd floor, for the 2nd time, 5th ICS, the 4th dose", []),
 ]
 # A bare age over 89 after "who is".
 ROUND16_AGES = [

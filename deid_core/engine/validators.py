@@ -726,7 +726,7 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
 
 
 _TRAVEL_BEFORE = re.compile(
-    r"(?i)\b(home|back|return(?:s|ed|ing)?|drive|driving|drove|fly|flying|flew|came|coming|come|called|calls"
+    r"(?i)\b(in|home|back|return(?:s|ed|ing)?|drive|driving|drove|fly|flying|flew|came|coming|come|called|calls"
     r"|calling|moved|moving|lives|living|resides|relocated)(?:[ \t]+(?:in|up|down|over|back|home))?[ \t]+$"
 )
 
@@ -812,6 +812,23 @@ _LEADING_INITIALS = re.compile(r"^[A-Za-z]{1,2}\.?[ \t]+(?=\S)")
 def signature_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A signature's name, maybe after initials ("ab kowalczyk", "J. Osei"): the name read as after a kinship word."""
     return person_kin(_LEADING_INITIALS.sub("", text), match)
+
+
+@register("institution_word")
+def institution_word(text: str, match: re.Match[str] | None = None) -> bool:
+    """One capitalised word before a clinician's role ("Joslin fellow"): a surname or a word in no list.
+
+    An English word ("Night fellow", "Stroke team") names a service or a shift,
+    and a common first name is more often the clinician ("Maria resident") than a hospital.
+    """
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)
+    if len(words) != 1:
+        return False
+    common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
+    return lexicon.classify(words[0]) in (NAME, UNKNOWN) and not common_first
 
 
 @register("street_words_lower")
