@@ -145,6 +145,9 @@ EN_CASES = [
     ("lives in Nashua NH with wife", "NH", "STATE", "NH"),
     ("Concord Rehab, NH 03301", "NH", "STATE", "NH"),
     ("after 2L NS in EW. levo started", "EW", "CITY", None),
+    ("withdrawing from EtOH, CIWA 15", "Et", "CITY", None),
+    ("withdrawing from EtOH, CIWA 15", "OH", "STATE", None),
+    ("lives in Toledo, OH 43604", "OH", "STATE", "OH"),
 ]
 
 

@@ -547,6 +547,7 @@ ROUND16 = [
     # set 20: a hospital by one word before a role; a dash signature with a first name and an
     # initial; a clergy title in parentheses; "in from" a place; a service before "fellow Dr. X"
     ("Endocrine (Joslin fellow Dr. Mensah) to see.", [("Joslin", "HOSPITAL"), ("Mensah", "DOCTOR")]),
+    ("Palliative care (George Molina NP); Dr. Hall consult", [("George Molina", "DOCTOR"), ("Hall", "DOCTOR")]),
     ("Renal fellow, Pulm consult, Night resident, Maria resident, Stroke team", []),
     ("Wife Marjorie here.\nCards fellow Dr. Ibekwe.\n- Trish O.\n", [
         ("Marjorie", "PATIENT"), ("Ibekwe", "DOCTOR"), ("Trish O.", "DOCTOR")]),

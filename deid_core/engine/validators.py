@@ -827,8 +827,13 @@ def institution_word(text: str, match: re.Match[str] | None = None) -> bool:
     words = _NAME_WORD.findall(text)
     if len(words) != 1:
         return False
+    if match is not None and _CAPITALISED_WORD_BEFORE.search(match.string, max(0, match.start() - 32), match.start()):
+        return False  # "Palliative care (George Molina NP)": a surname after a first name is the clinician
     common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
     return lexicon.classify(words[0]) in (NAME, UNKNOWN) and not common_first
+
+
+_CAPITALISED_WORD_BEFORE = re.compile(r"\b[A-Z][a-z]+\.?[ \t]+$")
 
 
 @register("street_words_lower")
