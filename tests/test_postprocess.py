@@ -148,6 +148,8 @@ EN_CASES = [
     ("withdrawing from EtOH, CIWA 15", "Et", "CITY", None),
     ("withdrawing from EtOH, CIWA 15", "OH", "STATE", None),
     ("lives in Toledo, OH 43604", "OH", "STATE", "OH"),
+    ("EP interrogated device, VT storm.", "VT", "STATE", None),
+    ("son lives in VT with family", "VT", "STATE", "VT"),
 ]
 
 

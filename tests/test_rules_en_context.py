@@ -510,6 +510,8 @@ ROUND15_ROADS = [
     ("lives off Route 9 in a trailer", [("Route 9", "STREET")]),
     ("route 2 of administration; RTE: PO", []),
     ("23F s/p MVC on I-93, I-131 uptake scan", [("I-93", "STREET")]),
+    ("crash on Rt 1 in Saugus, Rt 2 fingers, on RT 3L, on rt side, on Route 3A", [
+        ("Rt 1", "STREET"), ("Route 3A", "STREET")]),
 ]
 
 # Session 16: from challenge set 18 (ICU nursing notes across a stay): buildings and wards named
@@ -554,6 +556,17 @@ ROUND16 = [
     ("plan: f/u labs\n- no\n", []),
     ("chaplain (fr. tobin) in at 1600.", [("tobin", "DOCTOR")]),
     ("granddaughter april in from providence, pt's only", [("april", "PATIENT"), ("providence", "CITY")]),
+    # set 21: a ward after "RN on"; a relative before "in,"; a quoted nickname; "Our Lady of X";
+    # a first name and an initial as the last line; lower-case cvs after "at"; a town's FD
+    ("Report given to Theresa RN on Fenmore 7 at 1600.", [("Theresa", "DOCTOR"), ("Fenmore 7", "HOSPITAL")]),
+    ("soc: wife barb in, vey upset re: pt", [("barb", "PATIENT")]),
+    ('Pt\'s family: wife "Tootsie" (Theodora), sons Butch', [("Tootsie", "PATIENT"), ("Butch", "PATIENT")]),
+    ("PT'S FRIEND FROM CHURCH (OUR LADY OF GRACE) VISITED.", [("OUR LADY OF GRACE", "ORGANIZATION")]),
+    ("Chaplain Rev. Mulcahy called.\nDeb C.\n", [("Mulcahy", "DOCTOR"), ("Deb C.", "DOCTOR")]),
+    ("give vit K\nVitamin K\n", []),
+    ("she works at cvs in braintree.", [("cvs", "ORGANIZATION"), ("braintree", "CITY")]),
+    ("cvs: rrr, no m/r/g", []),
+    ("Pt is a firefighter with Brockton FD; several coworkers", [("Brockton", "CITY")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [
@@ -568,6 +581,9 @@ ROUND16_DATES = [
     ("AVR (Dr. Mahmoud) on the 7th.\nson coming Saturday the 13th from Albany.", [
         ("7th", "DATE"), ("13th", "DATE")]),
     ("on the 3rd floor, for the 2nd time, 5th ICS, the 4th dose", []),
+    # "resp failure" is no vital sign before a date; a procedure "planned" for a date
+    ("MICU: resp failure, intubated 12-9. trach planned 12-13 w/ IP", [("12-9", "DATE"), ("12-13", "DATE")]),
+    ("resp 12-14, weaned from 10-12", []),
 ]
 # A bare age over 89 after "who is".
 ROUND16_AGES = [

@@ -247,7 +247,7 @@ def short_date(text: str, match: re.Match[str] | None = None) -> bool:
 # Words after which "from 5-8" or "on 2-4" is a range of values, not a month and day, when no
 # value of their own comes between ("HR from 80-100"; but "INR 2.3 on 3-14" is a date).
 _MEASURE_CONTEXT = re.compile(
-    r"(?i:\b(?:hr|sbp|dbp|map|rr|resp|sats?|spo2|o2|nc|fm|gtt|drip|dose|doses|titrated|weaned|increased"
+    r"(?i:\b(?:hr|sbp|dbp|map|rr|resp(?![ \t]+(?:failure|distress|arrest|therapy|therapist|acidosis|alkalosis))|sats?|spo2|o2|nc|fm|gtt|drip|dose|doses|titrated|weaned|increased"
     r"|decreased|range[ds]?|ranging|varied|varying|between|temp|cvp|pad|u/?o|uop|output|glucose|fs|fsbs|bs"
     r"|k|mg|na|hct|hgb|plt|wbc|inr|ptt|lactate|rate|volume|peep|ps|fio2|tv|vt|cpap|bipap|pain|score)\b[^\d\n]{0,16})$"
 )
