@@ -567,6 +567,14 @@ ROUND16 = [
     ("she works at cvs in braintree.", [("cvs", "ORGANIZATION"), ("braintree", "CITY")]),
     ("cvs: rrr, no m/r/g", []),
     ("Pt is a firefighter with Brockton FD; several coworkers", [("Brockton", "CITY")]),
+    # set 22: the second of two doctors joined by a slash; a second opinion at a hospital;
+    # a stepparent; a relative's name in parentheses even when it is a word; Meals on Wheels
+    ("Cath today w/ Drs. Paz/Ng: 3VD", [("Paz", "DOCTOR"), ("Ng", "DOCTOR")]),
+    ("wife requesting second opinion at Lahey; will call", [("Lahey", "HOSPITAL")]),
+    ("mom (tanya) and stepdad (rob) at bedside, DTR (HOPE)", [
+        ("tanya", "PATIENT"), ("rob", "PATIENT"), ("HOPE", "PATIENT")]),
+    ("son (present), wife (aware), husband (2 sons)", []),
+    ("Pt's Meals on Wheels driver found pt", [("Meals on Wheels", "ORGANIZATION")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [
@@ -584,6 +592,9 @@ ROUND16_DATES = [
     # "resp failure" is no vital sign before a date; a procedure "planned" for a date
     ("MICU: resp failure, intubated 12-9. trach planned 12-13 w/ IP", [("12-9", "DATE"), ("12-13", "DATE")]),
     ("resp 12-14, weaned from 10-12", []),
+    # a symptom rated out of ten is no date
+    ("pt c/o chest pressure 6/10, ekg done", []),
+    ("Neuro: A+Ox3, HA 4/10.", []),
 ]
 # A bare age over 89 after "who is".
 ROUND16_AGES = [

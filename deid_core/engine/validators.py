@@ -213,6 +213,8 @@ def es_postal_code(text: str, match: re.Match[str] | None = None) -> bool:
 _SCORE_CONTEXT = re.compile(
     r"(?i:\b(?:pain|strength|score|scale|rated?|rating|power|grade[ds]?|motor|reflex(?:es)?|murmur"
     r"|down\s+from|up\s+from|out\s+of|apgars?|gcs|vas|nrs"
+    # symptoms rated out of ten: "chest pressure 6/10", "HA 4/10"
+    r"|pressure|discomfort|ha|headache|aches?|cp|nausea|soreness"
     # ventilator and pressure settings: "PS 10/5", "CPAP 12/5", "AC 500/14/5"
     r"|ps|peep|cpap|bipap|ipap|epap|vent|ac|simv|prvc|cmv|settings?|fio2|tv|vt|bp|nbp|abp|art|pip)\b[^\n]{0,12})$"
 )
