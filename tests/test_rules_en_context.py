@@ -575,6 +575,15 @@ ROUND16 = [
         ("tanya", "PATIENT"), ("rob", "PATIENT"), ("HOPE", "PATIENT")]),
     ("son (present), wife (aware), husband (2 sons)", []),
     ("Pt's Meals on Wheels driver found pt", [("Meals on Wheels", "ORGANIZATION")]),
+    # set 23: "First Baptist"; a facility after "rehab at"; a first name and an initial before a
+    # credential; a secretary by first name; "Fr." starts no name
+    ("their pastor from First Baptist in Randolph visited.", [
+        ("First Baptist", "ORGANIZATION"), ("Randolph", "CITY")]),
+    ("CASE MGR GLENDA AWARE, ?REHAB AT SPAULDING.", [("SPAULDING", "HOSPITAL")]),
+    ("plan rehab at home vs snf", []),
+    ("UPDATED BY DR LUNDGREN.\nCHRISTINE P. RN / KWAME", [("LUNDGREN", "DOCTOR"), ("CHRISTINE P.", "DOCTOR")]),
+    ("message left w/ his secretary Lois at x5-2290.", [("Lois", "DOCTOR")]),
+    ("HCP: nephew Fr. Dan Keough", [("Dan Keough", "PATIENT")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [
@@ -600,6 +609,7 @@ ROUND16_DATES = [
 ROUND16_AGES = [
     ("wife harriet, who is 91. son peter", [("91", "AGE")]),
     ("sats fine, she is 95%; he is 100 lbs; mother (now 96) at home", [("96", "AGE")]),
+    ("Pt's sister (96) also lives there; son (2) at home", [("96", "AGE")]),
 ]
 
 TABLES = {

@@ -537,6 +537,8 @@ def congregation_name(text: str, match: re.Match[str] | None = None) -> bool:
     if parts is None or _CONGREGATION_PARTS.match("Our " + parts.group("name")):
         return False  # "Baptist Church": a denomination, no congregation
     words = _NAME_WORD.findall(parts.group("name"))
+    if len(words) == 1 and words[0].lower() in ("first", "second", "third"):
+        return True  # "First Baptist", "Second Congregational": an ordinal names many a congregation
     if len(words) == 1 and words[0][0].isupper() and not words[0].isupper():
         # "First Baptist", "Grace Lutheran": the denomination is the cue, a capitalised word the name
         return load_lexicon("en").classify(words[0]) != STOP
