@@ -150,6 +150,8 @@ EN_CASES = [
     ("lives in Toledo, OH 43604", "OH", "STATE", "OH"),
     ("EP interrogated device, VT storm.", "VT", "STATE", None),
     ("son lives in VT with family", "VT", "STATE", "VT"),
+    ("Pt in foster care; foster mom Denise", "foster", "PATIENT", None),
+    ("seen by Dr. Foster today", "Foster", "DOCTOR", "Foster"),
 ]
 
 

@@ -584,6 +584,19 @@ ROUND16 = [
     ("UPDATED BY DR LUNDGREN.\nCHRISTINE P. RN / KWAME", [("LUNDGREN", "DOCTOR"), ("CHRISTINE P.", "DOCTOR")]),
     ("message left w/ his secretary Lois at x5-2290.", [("Lois", "DOCTOR")]),
     ("HCP: nephew Fr. Dan Keough", [("Dan Keough", "PATIENT")]),
+    # set 24: schools without the word "school", daycares, "Elder Services of X", an employer in
+    # parentheses, "Children's"; a lower-case "-ing" word is no surname
+    ("Pt attends Mather Elementary; mom asks", [("Mather Elementary", "ORGANIZATION")]),
+    ("MOM AT BEDSIDE.\nPT ATTENDS BOSTON ARTS ACADEMY.", [("BOSTON ARTS ACADEMY", "ORGANIZATION")]),
+    ("skipping insulin at school (Ottoson Middle).", [("Ottoson Middle", "ORGANIZATION")]),
+    ("Pt plays soccer for Needham High; coach", [("Needham High", "ORGANIZATION")]),
+    ("R Middle Lobe, RIGHT MIDDLE LOBE, Temp High, FEVER HIGH, at Risk High, to the Middle", []),
+    ("Pt attends Little Sprouts daycare in Medford", [("Little Sprouts", "ORGANIZATION"), ("Medford", "CITY")]),
+    ("Elder services (Elder Services of Cape Cod) involved", [("Elder Services of Cape Cod", "HOSPITAL")]),
+    ("Pt's employer (Gorton's in Gloucester) called", [("Gorton's", "ORGANIZATION"), ("Gloucester", "CITY")]),
+    ("Pt's mom Erin is a nurse at Children's, very involved.", [("Erin", "PATIENT"), ("Children's", "HOSPITAL")]),
+    ("give children's tylenol; to children's room", []),
+    ("mom kayla breastfeeding, lactation (bridget) in", [("kayla", "PATIENT")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [

@@ -351,7 +351,8 @@ def _name_words(
             common_capitalised and not multi and capitalised and word.lower() in _KIN_STOP_NAMES
         ):
             return False
-        if kind == UNKNOWN and caseless and len(word) >= 3:
+        # "mom kayla breastfeeding": a lower-case "-ing" word in no list is a verb, not a surname
+        if kind == UNKNOWN and caseless and len(word) >= 3 and not (multi and word.lower().endswith("ing")):
             continue
         if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and not multi)):
             return False
