@@ -512,6 +512,8 @@ ROUND15_ROADS = [
     ("23F s/p MVC on I-93, I-131 uptake scan", [("I-93", "STREET")]),
     ("crash on Rt 1 in Saugus, Rt 2 fingers, on RT 3L, on rt side, on Route 3A", [
         ("Rt 1", "STREET"), ("Route 3A", "STREET")]),
+    ("living in his car in the lot on route 1. route 2 of admin, on Route 9.", [
+        ("route 1", "STREET"), ("Route 9", "STREET")]),
 ]
 
 # Session 16: from challenge set 18 (ICU nursing notes across a stay): buildings and wards named
@@ -597,6 +599,18 @@ ROUND16 = [
     ("Pt's mom Erin is a nurse at Children's, very involved.", [("Erin", "PATIENT"), ("Children's", "HOSPITAL")]),
     ("give children's tylenol; to children's room", []),
     ("mom kayla breastfeeding, lactation (bridget) in", [("kayla", "PATIENT")]),
+    # set 25: an employer after a job or a work cue (a three-letter acronym too), a union local,
+    # initials a family uses as a name, "Army" starts no name, "summer house" is no facility
+    ("Works at TJX corporate in Framingham; husband works at Raytheon.", [
+        ("TJX", "ORGANIZATION"), ("Framingham", "CITY"), ("Raytheon", "ORGANIZATION")]),
+    ("Pt is a chef at Legal Sea Foods in the Back Bay.", [("Legal Sea Foods", "ORGANIZATION")]),
+    ("PT IS A MAIL CARRIER FOR USPS IN FOXBORO.", [("USPS", "ORGANIZATION")]),
+    ("is a candidate for TAVR; is a poor candidate for CABG; is a good fit for CMO", []),
+    ("retired pipefitter (union: Local 537), lives w/ wife", [("Local 537", "ORGANIZATION")]),
+    ("WIFE ROXANNE, SONS DJ AND TREY AT BEDSIDE.", [("ROXANNE", "PATIENT"), ("DJ", "PATIENT"), ("TREY", "PATIENT")]),
+    ("son rj called from nyc.", [("rj", "PATIENT")]),
+    ("Summer house in Wells, ME, where he fell", [("Wells", "CITY")]),
+    ("Son Kyle (Army) stationed overseas", [("Kyle", "PATIENT")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [

@@ -321,6 +321,7 @@ def _lower_line(text: str, start: int, end: int) -> bool:
 # list ("PEG", "ED", "May"): a name only right after a kinship word, capitalised, in a
 # mixed-case line ("wife Peg", "husband Ed").
 _KIN_STOP_NAMES = frozenset({"peg", "ed", "jan", "may", "will", "tia", "aline", "junior"})
+_INITIALS_NAME = re.compile(r"(?i)^[a-z]j$")
 
 
 def _name_words(
@@ -351,6 +352,8 @@ def _name_words(
             common_capitalised and not multi and capitalised and word.lower() in _KIN_STOP_NAMES
         ):
             return False
+        if common_capitalised and not multi and _INITIALS_NAME.match(word):
+            continue  # "son rj called", "SONS DJ AND TREY": initials that a family uses as a name
         # "mom kayla breastfeeding": a lower-case "-ing" word in no list is a verb, not a surname
         if kind == UNKNOWN and caseless and len(word) >= 3 and not (multi and word.lower().endswith("ing")):
             continue
@@ -506,6 +509,18 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
         if kind != COMMON or capitalised or acronym or lexicon.is_place(word):
             evidence = True
     return evidence
+
+
+@register("employer_name")
+def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """An employer after a work cue ("works at TJX", "a chef at Legal Sea Foods"): ``organisation_name``,
+    and a three-letter acronym in no list counts too, since the cue says an organisation follows."""
+    from deid_core.engine.lexicons import UNKNOWN, load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) == 1 and len(words[0]) == 3 and words[0].isupper():
+        return load_lexicon("en").classify(words[0]) == UNKNOWN
+    return organisation_name(text, match)
 
 
 # Words that name a kind of practice, not which one ("Cardiology Associates").
