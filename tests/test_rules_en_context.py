@@ -611,6 +611,15 @@ ROUND16 = [
     ("son rj called from nyc.", [("rj", "PATIENT")]),
     ("Summer house in Wells, ME, where he fell", [("Wells", "CITY")]),
     ("Son Kyle (Army) stationed overseas", [("Kyle", "PATIENT")]),
+    # set 26: a congregation in capitals; a name in parentheses after a role in a lower-case
+    # line; a tribal nation; a clergy title starts no name
+    ("PT IS A MEMBER OF MT. CALVARY BAPTIST; PASTOR HOLLOWAY VISITED.", [
+        ("MT. CALVARY BAPTIST", "ORGANIZATION"), ("HOLLOWAY", "DOCTOR")]),
+    ("somali interpreter (faadumo) used for update w/ dr nguyen.", [("faadumo", "DOCTOR"), ("nguyen", "DOCTOR")]),
+    ("renal (consult) aware, cards (aware), sw (pt)", []),
+    ("Navajo Nation CHR aware of admission.", [("Navajo Nation", "ORGANIZATION")]),
+    ("Chaplain Pastor Sorenson from Bethany Lutheran called.", [
+        ("Sorenson", "DOCTOR"), ("Bethany Lutheran", "ORGANIZATION")]),
 ]
 # Session 16: holidays, hyphenated dates after a procedure and at the end of a range.
 ROUND16_DATES = [
@@ -637,6 +646,7 @@ ROUND16_AGES = [
     ("wife harriet, who is 91. son peter", [("91", "AGE")]),
     ("sats fine, she is 95%; he is 100 lbs; mother (now 96) at home", [("96", "AGE")]),
     ("Pt's sister (96) also lives there; son (2) at home", [("96", "AGE")]),
+    ("Husband Harold (91) at bedside; son Tim (4) at home", [("91", "AGE")]),
 ]
 
 TABLES = {

@@ -385,6 +385,16 @@ def person_weak(text: str, match: re.Match[str] | None = None) -> bool:
     return _name_words(text, match, strong=False)
 
 
+@register("person_caseless")
+def person_caseless(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name in parentheses after a service or role ("interpreter (faadumo)", "SW (IMANI)").
+
+    As ``person_weak``, except that in a capitals or lower-case line a word in no
+    list (three letters or more) counts: the parentheses after a role hold a name.
+    """
+    return _name_words(text, match, strong=False, unknown_without_case=True)
+
+
 @register("person_kin")
 def person_kin(text: str, match: re.Match[str] | None = None) -> bool:
     """A relative's name after a kinship word ("wife Mary", "SON DMITRI", "daughter funmi").
@@ -540,7 +550,8 @@ def agency_name(text: str, match: re.Match[str] | None = None) -> bool:
 _CONGREGATION_PARTS = re.compile(
     r"^(?:(?:Mt\.?|Mount|St\.?|Saint)\s+)?(?P<name>.+?)\s+(?:AME(?:\s+Zion)?|A\.M\.E\.|Baptist|Methodist|Lutheran"
     r"|Presbyterian|Episcopal|Pentecostal|Chapel|Tabernacle|Congregational|Mennonite|Church)"
-    r"(?:\s+(?:Church|of\s+God|of\s+Christ))?$"
+    r"(?:\s+(?:Church|of\s+God|of\s+Christ))?$",
+    re.IGNORECASE,  # "MT. CALVARY BAPTIST" in a note written in capitals
 )
 
 
