@@ -13,6 +13,10 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the lexicons are loaded lazily, inside the validators that need them
+    from deid_core.engine.lexicons import Lexicon
 
 Validator = Callable[[str, "re.Match[str]"], bool]
 
@@ -567,7 +571,7 @@ def congregation_name(text: str, match: re.Match[str] | None = None) -> bool:
     if len(words) == 1 and words[0].lower() in ("first", "second", "third"):
         return True  # "First Baptist", "Second Congregational": an ordinal names many a congregation
     if len(words) == 1 and words[0][0].isupper() and not words[0].isupper():
-        # "First Baptist", "Grace Lutheran": the denomination is the cue, a capitalised word the name
+        # "Grace Lutheran", "Bethel Tabernacle": the denomination is the cue, a capitalised word the name
         return load_lexicon("en").classify(words[0]) != STOP
     return organisation_name(parts.group("name"), match)
 
@@ -740,13 +744,8 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
         if kind == STOP:
             return False
         after_from_or_to = match is not None and re.match(r"(?i)(?:from|to)\b", match.group(0)) is not None
-        # "going home to quincy", "called from revere": a verb of going or calling before the cue
-        # makes it a place's cue, whatever the word also is.
-        verb = match and _TRAVEL_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
-        # "called from revere", but not "report called to Sandy": a call comes from a place, goes to a person
-        travel = bool(verb) and not (verb.group(1).lower().startswith("call") and match.group(0)[:2].lower() == "to")
-        common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
-        if after_from_or_to and common_first and not travel and words[0].lower() not in _US_STATE_NAMES:
+        travel = match is not None and _after_travel_verb(match)
+        if after_from_or_to and _common_first_name(lexicon, words[0]) and not travel and words[0].lower() not in _US_STATE_NAMES:
             return False  # "call from Dennis", "report to Whitney": a person far more often than a town
         if kind == COMMON or kind == AMBIGUOUS or len(words[0]) < 4:
             lower = match is not None and _lower_line(match.string, match.start(), match.end())
@@ -754,6 +753,20 @@ def place_lexicon(text: str, match: re.Match[str] | None = None) -> bool:
                 return True  # "son called from revere" in a lower-case note
             return words[0][0].isupper() and not caps and not words[0].isupper()
     return True
+
+
+def _after_travel_verb(match: re.Match[str]) -> bool:
+    """ "going home to quincy", "called from revere": a verb of going or calling before the cue makes it
+    a place's cue, whatever the word also is; but a call goes *to* a person ("report called to Sandy")."""
+    verb = _TRAVEL_BEFORE.search(match.string, max(0, match.start() - 24), match.start())
+    if verb is None:
+        return False
+    return not (verb.group(1).lower().startswith("call") and match.group(0)[:2].lower() == "to")
+
+
+def _common_first_name(lexicon: Lexicon, word: str) -> bool:
+    """Among the most common first names: "Dennis" after "from" is a person more often than a town."""
+    return lexicon.first.get(word.lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
 
 
 _TRAVEL_BEFORE = re.compile(
@@ -860,8 +873,7 @@ def institution_word(text: str, match: re.Match[str] | None = None) -> bool:
         return False
     if match is not None and _CAPITALISED_WORD_BEFORE.search(match.string, max(0, match.start() - 32), match.start()):
         return False  # "Palliative care (George Molina NP)": a surname after a first name is the clinician
-    common_first = lexicon.first.get(words[0].lower(), _COMMON_FIRST_NAMES) < _COMMON_FIRST_NAMES
-    return lexicon.classify(words[0]) in (NAME, UNKNOWN) and not common_first
+    return lexicon.classify(words[0]) in (NAME, UNKNOWN) and not _common_first_name(lexicon, words[0])
 
 
 _CAPITALISED_WORD_BEFORE = re.compile(r"\b[A-Z][a-z]+\.?[ \t]+$")
