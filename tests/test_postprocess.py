@@ -152,6 +152,13 @@ EN_CASES = [
     ("son lives in VT with family", "VT", "STATE", "VT"),
     ("Pt in foster care; foster mom Denise", "foster", "PATIENT", None),
     ("seen by Dr. Foster today", "Foster", "DOCTOR", "Foster"),
+    # session 17: a person's possessive is cut, a place's kept; a formulation is no relative
+    ("Dr. Farrow's office faxed", "Farrow's", "DOCTOR", "Farrow"),
+    ("MARISOL’S HUSBAND IKE", "MARISOL’S", "PATIENT", "MARISOL"),
+    ("Dr. O's team", "O's", "DOCTOR", "O's"),
+    ("ICD at St. Elizabeth's", "St. Elizabeth's", "HOSPITAL", "St. Elizabeth's"),
+    ("gave Children's Motrin 100 mg", "Motrin", "PATIENT", None),
+    ("her children Amy and Bob", "Amy", "PATIENT", "Amy"),
 ]
 
 
@@ -262,6 +269,7 @@ def test_span_past_text_is_a_typed_error() -> None:
         ("filters: [{name: a, kind: trim, colour: red}]", "unknown keys"),
         ("filters: [{name: a, kind: trim}, {name: a, kind: trim}]", "share"),
         ("filters: [{name: a, kind: trim, labels: DATE}]", "'labels' must be a list"),
+        ("filters: [{name: a, kind: trim, params: {suffixes: x}}]", "must be a list"),
         ("nothing: 1", "needs a 'filters' list"),
         ("filters: [", "not valid YAML"),
     ],

@@ -404,7 +404,7 @@ ROUND11 = [
     ("DTR HOPE VISITED AT 1400", [("HOPE", "PATIENT")]),
     ("wife present at bedside", []),
     ("son at bedside all night", []),
-    ("Son BUCK and dtr-in-law SHARLA visited", [("SHARLA", "PATIENT")]),
+    ("Son BUCK and dtr-in-law SHARLA visited", [("BUCK", "PATIENT"), ("SHARLA", "PATIENT")]),  # BUCK: session 17
     ("home with boston home infusion for abx", [("boston home infusion", "ORGANIZATION")]),
     ("from tuscaloosa by helicopter.\ndlw\n", [("tuscaloosa", "CITY"), ("dlw", "DOCTOR")]),
     ("pt sleeping, no distress.\nno\n", []),
@@ -649,7 +649,36 @@ ROUND16_AGES = [
     ("Husband Harold (91) at bedside; son Tim (4) at home", [("91", "AGE")]),
 ]
 
+# Session 17, from challenge set 28: relatives whose names are words, before a cue other than
+# a verb; health systems; a children's hospital by its place; employers before a job or in
+# parentheses after "at work"; "and" inside an employer's name.
+ROUND17 = [
+    ("HUSBAND BUD AND SISTER MERCY AT BEDSIDE.", [("BUD", "PATIENT"), ("MERCY", "PATIENT")]),
+    ("FATHER SONNY EN ROUTE FROM NEW HAMPSHIRE", [("SONNY", "PATIENT")]),
+    ("PT'S SON ROCKY IS A FIREFIGHTER", [("ROCKY", "PATIENT")]),
+    ("wife bunny on phone from home", [("bunny", "PATIENT")]),
+    ("wife sugar (nickname) here all day", [("sugar", "PATIENT")]),
+    ("DAUGHTER GLORY (HCP) IN.", [("GLORY", "PATIENT")]),
+    ("wife present and son at bedside; son is a firefighter; daughter also on phone; wife (hcp) called", []),
+    ("also sees Steward Health cardiology; NAVICENT HEALTH", [
+        ("Steward Health", "HOSPITAL"), ("NAVICENT HEALTH", "HOSPITAL")]),
+    ("Cambridge Health Alliance PCP", [("Cambridge Health Alliance", "HOSPITAL")]),
+    ("f/u Mental Health; Dept of Public Health; Home Health Aide; Employee Health; Behavioral Health", []),
+    ("Insurance Tufts Health Plan; Lake Anthony Health Center", [
+        ("Tufts Health Plan", "ORGANIZATION"), ("Lake Anthony Health Center", "HOSPITAL")]),
+    ("Peds endo clinic at Boston Children's; TRANSFER TO FRANCISCAN CHILDREN'S", [
+        ("Boston Children's", "HOSPITAL"), ("FRANCISCAN CHILDREN'S", "HOSPITAL")]),
+    ("Give Children's Tylenol 5 ml; Four Children's books", []),
+    ("Pt is retired MBTA bus driver; a former Raytheon engineer", [
+        ("MBTA", "ORGANIZATION"), ("Raytheon", "ORGANIZATION")]),
+    ("retired bus driver, is a former nurse, PT IS A RETIRED SCHOOL TEACHER", []),
+    ("dad Rusty at work (Raytheon), will come", [("Rusty", "PATIENT"), ("Raytheon", "ORGANIZATION")]),
+    ("at work (night shift); AT WORK (NIGHT SHIFT)", []),
+    ("Marisol works at Mass Eye and Ear as a tech.", [("Mass Eye and Ear", "ORGANIZATION")]),
+]
+
 TABLES = {
+    "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),
     "round 16 dates": (ROUND16_DATES, {"DATE"}),
     "round 16 ages": (ROUND16_AGES, {"AGE"}),

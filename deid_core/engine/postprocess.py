@@ -96,23 +96,37 @@ def _normalise(word: str, cased: bool = False) -> str:
     return " ".join(word.strip().strip(".").split())
 
 
-def _prepare_trim(params: Mapping[str, Any]) -> tuple[str, int, frozenset[str]]:
+_Trim = tuple[str, int, frozenset[str], tuple[str, ...]]
+
+
+def _prepare_trim(params: Mapping[str, Any]) -> _Trim:
     chars = str(params.get("chars", ",;:!?"))
     short = int(params.get("keep_dot_after_word_up_to", 3))
     abbreviations = params.get("abbreviations", [])
-    if isinstance(abbreviations, str) or not isinstance(abbreviations, list):
-        raise ValueError("'abbreviations' must be a list")
-    return chars, short, frozenset(_normalise(str(a)) for a in abbreviations)
+    suffixes = params.get("suffixes", [])
+    for key, value in (("abbreviations", abbreviations), ("suffixes", suffixes)):
+        if isinstance(value, str) or not isinstance(value, list):
+            raise ValueError(f"'{key}' must be a list")
+    return (chars, short, frozenset(_normalise(str(a)) for a in abbreviations),
+            tuple(str(x).casefold() for x in suffixes if str(x)))
 
 
 def _balanced(s: str, opening: str, closing: str) -> bool:
     return s.count(opening) == s.count(closing)
 
 
-def _run_trim(prepared: tuple[str, int, frozenset[str]], text: str, span: Span) -> Span | None:
-    """Strip whitespace, listed punctuation, unbalanced brackets/quotes and a sentence-final dot."""
-    chars, short, abbreviations = prepared
+def _run_trim(prepared: _Trim, text: str, span: Span) -> Span | None:
+    """Strip whitespace, listed punctuation, unbalanced brackets/quotes and a sentence-final dot.
+
+    A listed suffix ("'s") is cut once, before the rest, when a word is left before it.
+    """
+    chars, short, abbreviations, suffixes = prepared
     start, end = span.start, span.end
+    tail = text[start:end].casefold()
+    for suffix in suffixes:
+        if tail.endswith(suffix) and len(tail) > len(suffix) + 1 and text[end - len(suffix) - 1].isalnum():
+            end -= len(suffix)
+            break
     changed = True
     while changed and start < end:
         changed = False
