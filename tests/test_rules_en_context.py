@@ -634,6 +634,7 @@ ROUND16_DATES = [
     ("AVR (Dr. Mahmoud) on the 7th.\nson coming Saturday the 13th from Albany.", [
         ("7th", "DATE"), ("13th", "DATE")]),
     ("on the 3rd floor, for the 2nd time, 5th ICS, the 4th dose", []),
+    ("cath the 5th showed occluded SVG; echo the 2nd time", [("5th", "DATE")]),  # session 17
     # "resp failure" is no vital sign before a date; a procedure "planned" for a date
     ("MICU: resp failure, intubated 12-9. trach planned 12-13 w/ IP", [("12-9", "DATE"), ("12-13", "DATE")]),
     ("resp 12-14, weaned from 10-12", []),
@@ -647,6 +648,8 @@ ROUND16_AGES = [
     ("sats fine, she is 95%; he is 100 lbs; mother (now 96) at home", [("96", "AGE")]),
     ("Pt's sister (96) also lives there; son (2) at home", [("96", "AGE")]),
     ("Husband Harold (91) at bedside; son Tim (4) at home", [("91", "AGE")]),
+    ("Daughter Bernice (91 herself) and grandson", [("91", "AGE")]),  # session 17
+    ("son Tim (45 himself) at home", []),
 ]
 
 # Session 17, from challenge set 28: relatives whose names are words, before a cue other than
@@ -675,6 +678,18 @@ ROUND17 = [
     ("dad Rusty at work (Raytheon), will come", [("Rusty", "PATIENT"), ("Raytheon", "ORGANIZATION")]),
     ("at work (night shift); AT WORK (NIGHT SHIFT)", []),
     ("Marisol works at Mass Eye and Ear as a tech.", [("Mass Eye and Ear", "ORGANIZATION")]),
+    # set 29: one capitalised word that is also a word after a work cue; grocers and chains;
+    # an employer after "job site"; "Physicians Group"; "Hospital of St. X"; an interpreter
+    ("Pt works at Vertex in the Seaport. Pt is a professor at Northeastern.", [
+        ("Vertex", "ORGANIZATION"), ("Northeastern", "ORGANIZATION")]),
+    ("Works At Home; PT WORKS AT TARGET; works at night", []),
+    ("PT FOUND DOWN AT MARKET BASKET; dtr works at dunkin, lost job at fedex", [
+        ("MARKET BASKET", "ORGANIZATION"), ("dunkin", "ORGANIZATION"), ("fedex", "ORGANIZATION")]),
+    ("FELL FROM LADDER AT JOB SITE (SUFFOLK CONSTRUCTION)", [("SUFFOLK CONSTRUCTION", "ORGANIZATION")]),
+    ("PCP at Southcoast Physicians Group faxed records", [("Southcoast Physicians Group", "HOSPITAL")]),
+    ("CABG 1998 (Hospital of St. Raphael, New Haven)", [("Hospital of St. Raphael", "HOSPITAL")]),
+    ("INTERPRETER ESPERANZA USED FOR UPDATE.", [("ESPERANZA", "DOCTOR")]),
+    ("spanish interpreter used; Interpreter services called; interpreter present", []),
 ]
 
 TABLES = {

@@ -529,12 +529,28 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
 def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
     """An employer after a work cue ("works at TJX", "a chef at Legal Sea Foods"): ``organisation_name``,
     and a three-letter acronym in no list counts too, since the cue says an organisation follows."""
-    from deid_core.engine.lexicons import UNKNOWN, load_lexicon
+    from deid_core.engine.lexicons import COMMON, UNKNOWN, load_lexicon
 
     words = _NAME_WORD.findall(text)
     if len(words) == 1 and len(words[0]) == 3 and words[0].isupper():
         return load_lexicon("en").classify(words[0]) == UNKNOWN
+    # "works at Vertex", "a professor at Northeastern": one capitalised word that is also an
+    # English word names the employer in a mixed-case line; the work cue says a name follows.
+    if (
+        len(words) == 1 and words[0][0].isupper() and not words[0].isupper() and match is not None
+        and words[0].lower() not in _NOT_EMPLOYERS
+        and not _caps_line(match.string, match.start(), match.end())
+        and load_lexicon("en").classify(words[0]) == COMMON
+    ):
+        return True
     return organisation_name(text, match)
+
+
+# Capitalised words after "works at" that say where or when, not for whom.
+_NOT_EMPLOYERS = frozenset({
+    "home", "night", "nights", "times", "present", "work", "school", "church", "hospital", "least",
+    "first", "last", "all", "times", "baseline", "rest", "length", "risk", "bedside", "noon", "midnight",
+})
 
 
 # Words that name a kind of practice, not which one ("Cardiology Associates").
