@@ -549,7 +549,7 @@ def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
 # Capitalised words after "works at" that say where or when, not for whom.
 _NOT_EMPLOYERS = frozenset({
     "home", "night", "nights", "times", "present", "work", "school", "church", "hospital", "least",
-    "first", "last", "all", "times", "baseline", "rest", "length", "risk", "bedside", "noon", "midnight",
+    "first", "last", "all", "baseline", "rest", "length", "risk", "bedside", "noon", "midnight",
 })
 
 
