@@ -43,6 +43,7 @@ CODES = {
     "F": ("PHONE", "phone"),
     "A": ("AGE", "other"),
     "M": ("MEDICALRECORD", "other"),
+    "E": ("EMAIL", "phone"),
 }
 MARK = re.compile(r"\{\{(.+?)\|([A-Z])\}\}")
 
