@@ -581,7 +581,7 @@ ROUND16 = [
     # credential; a secretary by first name; "Fr." starts no name
     ("their pastor from First Baptist in Randolph visited.", [
         ("First Baptist", "ORGANIZATION"), ("Randolph", "CITY")]),
-    ("CASE MGR GLENDA AWARE, ?REHAB AT SPAULDING.", [("SPAULDING", "HOSPITAL")]),
+    ("CASE MGR GLENDA AWARE, ?REHAB AT SPAULDING.", [("GLENDA", "DOCTOR"), ("SPAULDING", "HOSPITAL")]),  # GLENDA: session 17
     ("plan rehab at home vs snf", []),
     ("UPDATED BY DR LUNDGREN.\nCHRISTINE P. RN / KWAME", [("LUNDGREN", "DOCTOR"), ("CHRISTINE P.", "DOCTOR")]),
     ("message left w/ his secretary Lois at x5-2290.", [("Lois", "DOCTOR")]),
@@ -635,6 +635,11 @@ ROUND16_DATES = [
         ("7th", "DATE"), ("13th", "DATE")]),
     ("on the 3rd floor, for the 2nd time, 5th ICS, the 4th dose", []),
     ("cath the 5th showed occluded SVG; echo the 2nd time", [("5th", "DATE")]),  # session 17
+    # month words in a lower-case or capitals line: with a year, or after "on"/"since" with a day
+    ("LAST ABLATION MARCH 2023 AT BRIGHAM; seen dec 2023; DX SEPT OF 2019", [
+        ("MARCH 2023", "DATE"), ("dec 2023", "DATE"), ("SEPT OF 2019", "DATE")]),
+    ("ICD SHOCK X3 ON DEC 2. since may 4", [("DEC 2", "DATE"), ("may 4", "DATE")]),
+    ("may 2000 mg; on MAR 2 tabs; on dec 2.5; may 2 weeks", []),
     # "resp failure" is no vital sign before a date; a procedure "planned" for a date
     ("MICU: resp failure, intubated 12-9. trach planned 12-13 w/ IP", [("12-9", "DATE"), ("12-13", "DATE")]),
     ("resp 12-14, weaned from 10-12", []),
@@ -650,6 +655,7 @@ ROUND16_AGES = [
     ("Husband Harold (91) at bedside; son Tim (4) at home", [("91", "AGE")]),
     ("Daughter Bernice (91 herself) and grandson", [("91", "AGE")]),  # session 17
     ("son Tim (45 himself) at home", []),
+    ("father Seamus is 93, at home; mother Anne is 95.", [("93", "AGE"), ("95", "AGE")]),
 ]
 
 # Session 17, from challenge set 28: relatives whose names are words, before a cue other than
@@ -690,6 +696,12 @@ ROUND17 = [
     ("CABG 1998 (Hospital of St. Raphael, New Haven)", [("Hospital of St. Raphael", "HOSPITAL")]),
     ("INTERPRETER ESPERANZA USED FOR UPDATE.", [("ESPERANZA", "DOCTOR")]),
     ("spanish interpreter used; Interpreter services called; interpreter present", []),
+    # set 30: "s/o" after a possessive is the significant other, elsewhere "suggestive of";
+    # a relative whose name is a word before a verb of coming; "case mgr"
+    ("Pt's s/o Marguerite called at 2300; his s/o tom here", [("Marguerite", "PATIENT"), ("tom", "PATIENT")]),
+    ("CXR findings s/o Pneumonia; EKG changes s/o Ischemia; pt s/o to night team", []),
+    ("PT'S MOTHER DEB DRIVING DOWN FROM VT", [("DEB", "PATIENT")]),
+    ("case mgr Dontae from the shelter aware", [("Dontae", "DOCTOR")]),
 ]
 
 TABLES = {
