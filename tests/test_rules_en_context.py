@@ -702,6 +702,11 @@ ROUND17 = [
     ("CXR findings s/o Pneumonia; EKG changes s/o Ischemia; pt s/o to night team", []),
     ("PT'S MOTHER DEB DRIVING DOWN FROM VT", [("DEB", "PATIENT")]),
     ("case mgr Dontae from the shelter aware", [("Dontae", "DOCTOR")]),
+    # set 31: "talked w/"; a maternal or paternal grandparent as "gm"/"gf"; a nickname in quotes
+    ("Talked w/ Becca from pharmacy re: dosing", [("Becca", "DOCTOR")]),
+    ("MATERNAL GM TAMMY TO RELIEVE MOM; pat gf joe here", [("TAMMY", "PATIENT"), ("joe", "PATIENT")]),
+    ('Pt calls himself "Sarge", retired', [("Sarge", "PATIENT")]),
+    ('1 gm tylenol given; nickname "the"', []),
 ]
 
 TABLES = {
