@@ -635,6 +635,8 @@ ROUND16_DATES = [
         ("7th", "DATE"), ("13th", "DATE")]),
     ("on the 3rd floor, for the 2nd time, 5th ICS, the 4th dose", []),
     ("cath the 5th showed occluded SVG; echo the 2nd time", [("5th", "DATE")]),  # session 17
+    ("PPM 12-5 w/ Dr. Olawale; ablation 12-1.", [("12-5", "DATE"), ("12-1", "DATE")]),
+    ("ICD 1-2 shocks; coiling 2-3 coils", []),
     # month words in a lower-case or capitals line: with a year, or after "on"/"since" with a day
     ("LAST ABLATION MARCH 2023 AT BRIGHAM; seen dec 2023; DX SEPT OF 2019", [
         ("MARCH 2023", "DATE"), ("dec 2023", "DATE"), ("SEPT OF 2019", "DATE")]),
@@ -656,6 +658,7 @@ ROUND16_AGES = [
     ("Daughter Bernice (91 herself) and grandson", [("91", "AGE")]),  # session 17
     ("son Tim (45 himself) at home", []),
     ("father Seamus is 93, at home; mother Anne is 95.", [("93", "AGE"), ("95", "AGE")]),
+    ("WIFE BEA IS 90, HOME W/ VNA; son is 95% sure", [("90", "AGE")]),
 ]
 
 # Session 17, from challenge set 28: relatives whose names are words, before a cue other than
@@ -707,6 +710,16 @@ ROUND17 = [
     ("MATERNAL GM TAMMY TO RELIEVE MOM; pat gf joe here", [("TAMMY", "PATIENT"), ("joe", "PATIENT")]),
     ('Pt calls himself "Sarge", retired', [("Sarge", "PATIENT")]),
     ('1 gm tylenol given; nickname "the"', []),
+    # set 32: New England facilities by a short name; "drives for"; a relative's word name before
+    # "@ bs" or "to visit"
+    ("listed at Lahey; f/u Joslin; pt seen at MGH; dtr works at bwh; TRANSFERRED FROM THE BI", [
+        ("Lahey", "HOSPITAL"), ("Joslin", "HOSPITAL"), ("MGH", "HOSPITAL"), ("bwh", "HOSPITAL"),
+        ("BI", "HOSPITAL")]),
+    ("at Brigham and Women's Hospital; DANA-FARBER", [
+        ("Brigham and Women's Hospital", "HOSPITAL"), ("DANA-FARBER", "HOSPITAL")]),
+    ("Pt is a Brigham Young grad; on the bi-level; the bi pap", []),
+    ("pt drives for Uber; drives at night", [("Uber", "ORGANIZATION")]),
+    ("WIFE CRYSTAL AND DTR AMBER @ BS.", [("CRYSTAL", "PATIENT"), ("AMBER", "PATIENT")]),
 ]
 
 TABLES = {
