@@ -44,6 +44,7 @@ CODES = {
     "A": ("AGE", "other"),
     "M": ("MEDICALRECORD", "other"),
     "E": ("EMAIL", "phone"),
+    "W": ("URL", "phone"),
 }
 MARK = re.compile(r"\{\{(.+?)\|([A-Z])\}\}")
 
