@@ -609,7 +609,7 @@ ROUND16 = [
     ("retired pipefitter (union: Local 537), lives w/ wife", [("Local 537", "ORGANIZATION")]),
     ("WIFE ROXANNE, SONS DJ AND TREY AT BEDSIDE.", [("ROXANNE", "PATIENT"), ("DJ", "PATIENT"), ("TREY", "PATIENT")]),
     ("son rj called from nyc.", [("rj", "PATIENT")]),
-    ("Summer house in Wells, ME, where he fell", [("Wells", "CITY")]),
+    ("Summer house in Wells, ME, where he fell", [("Wells", "CITY"), ("ME", "STATE")]),  # ME: session 17
     ("Son Kyle (Army) stationed overseas", [("Kyle", "PATIENT")]),
     # set 26: a congregation in capitals; a name in parentheses after a role in a lower-case
     # line; a tribal nation; a clergy title starts no name
@@ -720,10 +720,23 @@ ROUND17 = [
     ("Pt is a Brigham Young grad; on the bi-level; the bi pap", []),
     ("pt drives for Uber; drives at night", [("Uber", "ORGANIZATION")]),
     ("WIFE CRYSTAL AND DTR AMBER @ BS.", [("CRYSTAL", "PATIENT"), ("AMBER", "PATIENT")]),
+    # set 33: a state code that is also a word or credential after a place; "fr." and "rev." in
+    # lower case; a diabetes educator; a relative's word name after "lives with"
+    ("chaplain fr. mulligan to see; diabetes educator Noreen to see", [
+        ("mulligan", "PATIENT"), ("Noreen", "DOCTOR")]),
+    ("lives w/ husband earl in town; lives w/ wife and son; lives with husband who", [("earl", "PATIENT")]),
+]
+
+# Session 17, from set 33: a state code that is also a word or a credential, after a place.
+ROUND17_STATES = [
+    ("from Indianapolis, IN, flying in; lives in Bangor, ME.", [("IN", "STATE"), ("ME", "STATE")]),
+    ("Dr. Smith, MD; seen by Jackson, MD.; DR JACKSON, IN THE OR.; cc: Price, PA", []),
+    ("Biloxi, MS 39530; Portland, OR.", [("MS", "STATE"), ("OR", "STATE")]),
 ]
 
 TABLES = {
     "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
+    "round 17 states": (ROUND17_STATES, {"STATE"}),
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),
     "round 16 dates": (ROUND16_DATES, {"DATE"}),
     "round 16 ages": (ROUND16_AGES, {"AGE"}),

@@ -834,15 +834,42 @@ def state_after_place(text: str, match: re.Match[str] | None = None) -> bool:
     """A state name or code after a comma, when the words before the comma are a lexicon place."""
     if match is None or match.lastindex is None or match.lastindex < 2:
         return False
+    return match.group(2) not in _STATE_LOOKALIKES and _after_lexicon_place(match)
+
+
+def _after_lexicon_place(match: re.Match[str]) -> bool:
+    """Are the words before the comma (group 1), or the last of them, a lexicon place?"""
     from deid_core.engine.lexicons import load_lexicon
 
-    if match.group(2) in _STATE_LOOKALIKES:
-        return False
     lexicon = load_lexicon("en")
     place = match.group(1)
     words = place.split()
     candidates = [place] + ([words[-1]] if len(words) > 1 else [])
     return any(lexicon.is_place(c) and c.lower() not in lexicon.stop for c in candidates)
+
+
+# State codes that are also words or credentials: "Bangor, ME", "Indianapolis, IN" but "Smith, MD",
+# "Jones, PA" (a physician assistant), "DR JACKSON, IN THE OR".
+_CREDENTIAL_STATES = frozenset({"MD", "PA", "MS"})
+
+
+@register("state_code_after_place")
+def state_code_after_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """A state code that is also a word or credential, after a comma and a lexicon place.
+
+    As ``state_after_place``, in a line not written in capitals (where "IN", "ME", "OR" are
+    words); a code that is also a credential (MD, PA, MS) only after a place that is no
+    name or English word ("Biloxi, MS", not "Jackson, MS" or "cc: Price, PA").
+    """
+    if match is None or match.lastindex is None or match.lastindex < 2:
+        return False
+    if not _after_lexicon_place(match) or _caps_line(match.string, match.start(), match.end()):
+        return False
+    if match.group(2) in _CREDENTIAL_STATES:
+        from deid_core.engine.lexicons import UNKNOWN, load_lexicon
+
+        return load_lexicon("en").classify(match.group(1).split()[-1]) == UNKNOWN
+    return True
 
 
 @register("street_words")
