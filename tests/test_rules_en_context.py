@@ -659,6 +659,7 @@ ROUND16_AGES = [
     ("son Tim (45 himself) at home", []),
     ("father Seamus is 93, at home; mother Anne is 95.", [("93", "AGE"), ("95", "AGE")]),
     ("WIFE BEA IS 90, HOME W/ VNA; son is 95% sure", [("90", "AGE")]),
+    ("WIFE LILLIAN, 95, ALSO AT ORCHARD COVE; son Tim, 45, at home", [("95", "AGE")]),
 ]
 
 # Session 17, from challenge set 28: relatives whose names are words, before a cue other than
@@ -725,6 +726,20 @@ ROUND17 = [
     ("chaplain fr. mulligan to see; diabetes educator Noreen to see", [
         ("mulligan", "PATIENT"), ("Noreen", "DOCTOR")]),
     ("lives w/ husband earl in town; lives w/ wife and son; lives with husband who", [("earl", "PATIENT")]),
+    # set 34: a signature whose surname has a particle; Maine Med; a non-clinical contact's role;
+    # daycare chains; an ambulance company after BIBA; Boston shelters and the MBTA; a relative
+    # named by an initial
+    ("pain controlled.\nD. ST. PIERRE RN\n", [("D. ST. PIERRE", "DOCTOR")]),
+    ("report given.\nL. DE LA CRUZ RN", [("L. DE LA CRUZ", "DOCTOR")]),
+    ("Pt transferred from Maine Med (Portland)", [("Maine Med", "HOSPITAL")]),
+    ("union rep Sully called; boss aware; coach called", [("Sully", "PATIENT")]),
+    ("attends KinderCare; goes to bright horizons", [
+        ("KinderCare", "ORGANIZATION"), ("bright horizons", "ORGANIZATION")]),
+    ("Pt BIBA (Cataldo) from home; BIBA (unresponsive)", [("Cataldo", "ORGANIZATION")]),
+    ("REACHED VIA ROSIE'S PLACE; knows Pine Street staff; by MBTA police", [
+        ("ROSIE'S PLACE", "ORGANIZATION"), ("Pine Street", "ORGANIZATION"), ("MBTA", "ORGANIZATION")]),
+    ("dtr K. (prefers initial only); pt's son j. here overnight; son J. Smith here", [
+        ("K.", "PATIENT"), ("j.", "PATIENT"), ("J. Smith", "PATIENT")]),
 ]
 
 # Session 17, from set 33: a state code that is also a word or a credential, after a place.
