@@ -740,6 +740,14 @@ ROUND17 = [
         ("ROSIE'S PLACE", "ORGANIZATION"), ("Pine Street", "ORGANIZATION"), ("MBTA", "ORGANIZATION")]),
     ("dtr K. (prefers initial only); pt's son j. here overnight; son J. Smith here", [
         ("K.", "PATIENT"), ("j.", "PATIENT"), ("J. Smith", "PATIENT")]),
+    # set 35: names with accented letters; a home in parentheses with its town; "went home";
+    # "St." at a line's end is no saint before the next line's word; New England Baptist
+    ("pt's mother Zsófia (visiting) here; Pt's husband Ramón at bedside", [
+        ("Zsófia", "PATIENT"), ("Ramón", "PATIENT")]),
+    ("husband is in a nursing home (Pleasant Bay in Brewster).", [("Pleasant Bay", "HOSPITAL")]),
+    ("pt's wife dot went home at 2000", [("dot", "PATIENT")]),
+    ("MOM WORKS ON HANCOCK ST.\nPT'S PEDIATRICIAN AWARE", []),
+    ("PT FOLLOWED AT NEW ENGLAND BAPTIST FOR HIP", [("NEW ENGLAND BAPTIST", "HOSPITAL")]),
 ]
 
 # Session 17, from set 33: a state code that is also a word or a credential, after a place.
