@@ -748,6 +748,13 @@ ROUND17 = [
     ("pt's wife dot went home at 2000", [("dot", "PATIENT")]),
     ("MOM WORKS ON HANCOCK ST.\nPT'S PEDIATRICIAN AWARE", []),
     ("PT FOLLOWED AT NEW ENGLAND BAPTIST FOR HIP", [("NEW ENGLAND BAPTIST", "HOSPITAL")]),
+    # set 37: godparents, "auntie"; a relative's word name before "to bring" or "in."; Care
+    # Dimensions; an employer in parentheses after a job; "accepted" ends a place after "Dispo:"
+    ("godson nico at bs; pt's godmother auntie pam called", [("nico", "PATIENT"), ("pam", "PATIENT")]),
+    ("SON MICKEY TO BRING CLOTHES; dtr kitty in.; dtr also in.", [("MICKEY", "PATIENT"), ("kitty", "PATIENT")]),
+    ("hospice w/ Care Dimensions", [("Care Dimensions", "ORGANIZATION")]),
+    ("Pt is a retired mailman (USPS); is a smoker (PPD)", [("USPS", "ORGANIZATION")]),
+    ("DISPO: SPAULDING ACCEPTED, BED 12/6.", [("SPAULDING", "HOSPITAL")]),
 ]
 
 # Session 17, from set 33: a state code that is also a word or a credential, after a place.
