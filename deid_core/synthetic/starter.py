@@ -14,7 +14,7 @@ The starter records, in its ``training.json``:
 
 - ``recall_bias``: the largest O-label bias whose character recall on the
   starter's own dev notes (the dev template families, other patients) reaches
-  0.97; ``--bias recall`` selects it;
+  the recipe's target (0.975 for the English default); ``--bias recall`` selects it;
 - ``corpus``: ``{"kind": "synthetic", "lang", "n", "seed", "options"}`` such that
   ``generate_notes(n, seed=seed, **options)`` rebuilds the training notes.
 
@@ -80,9 +80,14 @@ _RECIPES: dict[str, dict[str, StarterRecipe]] = {
     "en": {
         # The size users get: 700 notes x 100 L-BFGS iterations stays under
         # three minutes of one core (docs/engine.md has the measured figures).
+        # The recall bias is chosen for 0.975 character recall on the generated dev notes, not
+        # the engine's 0.97: at 0.97 the choice sat on a knife-edge (0.9702 at -1.0 after
+        # session 17's rules, -1.5 at the session's start), and hand-written notes fall short
+        # of generated ones (docs/engine.md, "Session 17"), so recall first takes a margin.
+        # 0.98 is past the knee: -2.5, at 0.87 precision on the dev notes.
         "default": StarterRecipe(
             lang="en", scheme="i2b2_2014", n_train=700, seed=12,
-            options={**REALISTIC, "families": "train"},
+            options={**REALISTIC, "families": "train"}, recall_target=0.975,
         ),
         # Tests only: the same code path in seconds (DEID_STARTER_SIZE=tiny).
         "tiny": StarterRecipe(
