@@ -70,7 +70,7 @@ if recall_bias is not None:
     in_use = float(project.settings.get("bias", 0.0)) == recall_bias
     st.caption(
         f"Model {mv.version} records a recall bias of {recall_bias:+.2f}: the largest bias that"
-        f" reached {100 * float(info.get('target', 0.97)):.0f}% character recall on its own"
+        f" reached {round(100 * float(info.get('target', 0.97)), 1):g}% character recall on its own"
         " held-out synthetic notes (not your notes: check it on reviewed notes below)."
         + (" The project uses it now (a project that starts from the starter model starts there) and"
            " follows it: when a retrain replaces the model, the project moves to the new model's own"
