@@ -122,11 +122,12 @@ def _run_trim(prepared: _Trim, text: str, span: Span) -> Span | None:
     """
     chars, short, abbreviations, suffixes = prepared
     start, end = span.start, span.end
-    tail = text[start:end].casefold()
-    for suffix in suffixes:
-        if tail.endswith(suffix) and len(tail) > len(suffix) + 1 and text[end - len(suffix) - 1].isalnum():
-            end -= len(suffix)
-            break
+    if suffixes:  # only the filters that list some; trim_edges runs on every span
+        tail = text[start:end].casefold()
+        for suffix in suffixes:
+            if tail.endswith(suffix) and len(tail) > len(suffix) + 1 and text[end - len(suffix) - 1].isalnum():
+                end -= len(suffix)
+                break
     changed = True
     while changed and start < end:
         changed = False

@@ -525,6 +525,13 @@ def organisation_name(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+# Capitalised words after "works at" that say where or when, not for whom.
+_NOT_EMPLOYERS = frozenset({
+    "home", "night", "nights", "times", "present", "work", "school", "church", "hospital", "least",
+    "first", "last", "all", "baseline", "rest", "length", "risk", "bedside", "noon", "midnight",
+})
+
+
 @register("employer_name")
 def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
     """An employer after a work cue ("works at TJX", "a chef at Legal Sea Foods"): ``organisation_name``,
@@ -545,12 +552,6 @@ def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
         return True
     return organisation_name(text, match)
 
-
-# Capitalised words after "works at" that say where or when, not for whom.
-_NOT_EMPLOYERS = frozenset({
-    "home", "night", "nights", "times", "present", "work", "school", "church", "hospital", "least",
-    "first", "last", "all", "baseline", "rest", "length", "risk", "bedside", "noon", "midnight",
-})
 
 
 # Words that name a kind of practice, not which one ("Cardiology Associates").
