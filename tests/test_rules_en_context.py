@@ -544,7 +544,7 @@ ROUND16 = [
     # after a role in parentheses; Kindred; "IP team"
     ("going home to quincy tonight.", [("quincy", "CITY")]),
     ("pt's son moe called from revere, aware of plan.", [("moe", "PATIENT"), ("revere", "CITY")]),
-    ("report called to Sandy, called to whitney", []),
+    ("report called to Sandy, called to whitney", [("Sandy", "DOCTOR")]),  # no place; Sandy is the nurse (session 18)
     ("last contact was Easter. SW (Imani) aware.", [("Imani", "DOCTOR")]),
     ("working on LTAC placement, Kindred screening tomorrow. kindred spirits", [("Kindred", "ORGANIZATION")]),
     ("Trach changed to #7 Portex by IP team today.", []),
@@ -764,7 +764,41 @@ ROUND17_STATES = [
     ("Biloxi, MS 39530; Portland, OR.", [("MS", "STATE"), ("OR", "STATE")]),
 ]
 
+# Session 18, from sets 38-40 (written by a second author): staff named after a role in
+# lower-case and capitals lines, the nurse a shift is handed to, visitors named at the start
+# of a sentence, employers after a job, a home "& Rehab" in capitals.
+ROUND18 = [
+    ("started np thandiwe aware; gi surg pa lucienne ext 5-4410", [("thandiwe", "DOCTOR"), ("lucienne", "DOCTOR")]),
+    ("NSURG NP TOVAH (P-3318) AWARE", [("TOVAH", "DOCTOR")]),
+    ("charge rn there raelynn says edw 82kg. nh rn loretha reports baseline.", [
+        ("raelynn", "DOCTOR"), ("loretha", "DOCTOR")]),
+    ("SW THERE PEGGY SAYS", [("PEGGY", "DOCTOR")]),
+    ("NP SX FOR THICK SECRETIONS. PA CATH D/C'D. SW PSYCHOSOCIAL ASSESSMENT", []),
+    ("pa pressures 40s. np swab sent. rn aware", []),
+    ("Report given to Leocadia.", [("Leocadia", "DOCTOR")]),
+    ("rpt to milt rn. report called to reenie rn at the rehab", [("milt", "DOCTOR"), ("reenie", "DOCTOR")]),
+    ("report given to oncoming rn\nREPORT TO FLOOR RN", []),
+    ("MAVIS CALLED AT 0230, UPDATED.", [("MAVIS", "PATIENT")]),
+    ("integrilin off. shirl called at 2130", [("shirl", "PATIENT")]),
+    ("Social: Kaylynn at bs until 2300. augie listed as contact.", [("Kaylynn", "PATIENT"), ("augie", "PATIENT")]),
+    ("Pharmacy called. Family at bs. Renal called back. Nobody called.\nMICRO CALLED W/ GPC.", []),
+    ("RETIRED MACHINIST FROM BOEING. retired longshoreman from Gloucester", [("BOEING", "ORGANIZATION")]),
+    ("PT LIVES AT BAYBERRY NURSING & REHAB.", [("BAYBERRY NURSING & REHAB", "HOSPITAL")]),
+]
+
+# Session 18: dates in capitals after a procedure or an event, "the 5TH".
+ROUND18_DATES = [
+    ("S/P CABG X3 DEC 3. TCDS DEC 4 NO VASOSPASM. TO OR FOR STSG DEC 5 W/ DR", [
+        ("DEC 3", "DATE"), ("DEC 4", "DATE"), ("DEC 5", "DATE")]),
+    ("trach dec 8 tex agrees", [("dec 8", "DATE")]),
+    ("PEEP DEC 8. LEVO DEC 2 MCG. lasix dec by 2; cabg dec to 2", []),
+    ("SICU events 12-3\nS/P L CRANI FOR GBM RESECTION 12-2.", [("12-3", "DATE"), ("12-2", "DATE")]),
+    ("FAMILY MTG W/ DR A ON THE 5TH @ 1400. ON THE 3RD FLOOR", [("5TH", "DATE")]),
+]
+
 TABLES = {
+    "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
+    "round 18 dates": (ROUND18_DATES, {"DATE"}),
     "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 17 states": (ROUND17_STATES, {"STATE"}),
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),

@@ -554,7 +554,16 @@ def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
 
 
 
-# Words that name a kind of practice, not which one ("Cardiology Associates").
+@register("employer_not_place")
+def employer_not_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """An employer after a job ("retired machinist from Boeing"), but not the town a
+    person comes from ("retired longshoreman from Gloucester"): ``employer_name``, and
+    not a place in the lexicon."""
+    from deid_core.engine.lexicons import load_lexicon
+
+    return not load_lexicon("en").is_place(text.strip()) and employer_name(text, match)
+
+
 _PRACTICE_WORDS = frozenset({"associates", "partners", "group", "practice", "physicians", "doctors"})
 
 
@@ -644,8 +653,9 @@ _FACILITY_CUE_WORDS = frozenset({
 })
 # Cues of a home people live in, or of an agency that cares for them there, whose names are
 # often plain words ("Sunrise Senior Living", "Beacon Hospice").
+# The cue phrase is built from name words, so "&" is not in it ("NURSING & REHAB" -> "nursing rehab").
 _PLAIN_NAME_CUES = ("senior living", "assisted living", "independent living", "nursing home",
-                    "nursing and rehab", "nursing & rehab", "health and rehab", "health & rehab",
+                    "nursing and rehab", "nursing rehab", "health and rehab", "health rehab",
                     "retirement", "hospice", "home care", "home health")
 # Plain words that say which home or what kind of care, not what it is called
 # ("previous nursing home", "residential hospice"); cue words never get this far.
