@@ -66,6 +66,9 @@ def test_shift_date_table(text: str, days: int, lang: str, expected: str | None)
         ("mes de abril", 200, "mes de noviembre", "month"),
         ("the month of March", 200, "the month of October", "month"),
         ("Feb 29", 1, "Mar 1", "month_day"),  # yearless dates use the leap year 2000
+        ("'94", 200, "'95", "year"),  # a history list's "MI '94" keeps its apostrophe
+        ("’19", -200, "’18", "year"),
+        ("Dec ’19", 40, "Jan ’20", "month_year"),
     ],
 )
 def test_partial_dates(text: str, days: int, expected: str, precision: str) -> None:

@@ -159,6 +159,12 @@ EN_CASES = [
     ("ICD at St. Elizabeth's", "St. Elizabeth's", "HOSPITAL", "St. Elizabeth's"),
     ("gave Children's Motrin 100 mg", "Motrin", "PATIENT", None),
     ("her children Amy and Bob", "Amy", "PATIENT", "Amy"),
+    # session 18: the apostrophe of a two-digit year joins the date; not a height or a word's
+    ("hx imi '94, cabg", "94", "DATE", "'94"),
+    ("MI ’01, COPD", "01", "DATE", "’01"),
+    ("5'10 tall", "10", "DATE", "10"),
+    ("pt's 94", "94", "DATE", "94"),
+    ("the '94 Ford", "94", "VEHICLE", "94"),
 ]
 
 
@@ -212,6 +218,9 @@ def test_builtin_spanish_filters(text: str, piece: str, label: str, expected: st
          "x Foo", "Foo", "ID", "Foo"),
         (PostFilter("cased", "stoplist", params={"words": ["foo"], "case_sensitive": True}),
          "x foo", "foo", "ID", None),
+        (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#\s?"}), "bed # 12", "12", "ID", "# 12"),
+        (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#\s?"}), "bed 12", "12", "ID", "12"),
+        (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#"}), "bed #A12", "A12", "ID", "A12"),
     ],
 )
 def test_filter_kinds(flt: PostFilter, text: str, piece: str, label: str, expected: str | None) -> None:
@@ -270,6 +279,7 @@ def test_span_past_text_is_a_typed_error() -> None:
         ("filters: [{name: a, kind: trim}, {name: a, kind: trim}]", "share"),
         ("filters: [{name: a, kind: trim, labels: DATE}]", "'labels' must be a list"),
         ("filters: [{name: a, kind: trim, params: {suffixes: x}}]", "must be a list"),
+        ("filters: [{name: a, kind: widen, params: {span: x}}]", "give 'before'"),
         ("nothing: 1", "needs a 'filters' list"),
         ("filters: [", "not valid YAML"),
     ],

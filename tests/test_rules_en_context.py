@@ -784,6 +784,41 @@ ROUND18 = [
     ("Pharmacy called. Family at bs. Renal called back. Nobody called.\nMICRO CALLED W/ GPC.", []),
     ("RETIRED MACHINIST FROM BOEING. retired longshoreman from Gloucester", [("BOEING", "ORGANIZATION")]),
     ("PT LIVES AT BAYBERRY NURSING & REHAB.", [("BAYBERRY NURSING & REHAB", "HOSPITAL")]),
+    # second round (sets 42-45)
+    ("social: gerry and nunzio in at 2000, both updated", [("gerry", "PATIENT"), ("nunzio", "PATIENT")]),
+    ("Social: Norma and Wilbur at bs most of day.", [("Norma", "PATIENT"), ("Wilbur", "PATIENT")]),
+    ("path.\nNena is HCP; pt lives w/ her", [("Nena", "PATIENT")]),
+    ("Pharmacy and family called. Wife and kids at bs.", []),
+    ("micu noc note 1900-0700\nortrud slept 2-3h total, woke 0300", [("ortrud", "PATIENT")]),
+    ("MICU NPN 1900-0700\nPETRONELLA ON BIPAP 12/5", [("PETRONELLA", "PATIENT")]),
+    ("MICU night events:\n2200 - Hettie pulled her a-line\n- 0930 Tad more alert today", [
+        ("Hettie", "PATIENT"), ("Tad", "PATIENT")]),
+    ("ccu npn\nstemi s/p pci to rca\nNGT pulled at 0200\nNEURO remains sedated\nFamily slept at bs", []),
+    ("Family (contact list):\n  Mairead - wife/HCP - 401-555-0150\n  dil Bronagh - same #", [
+        ("Mairead", "PATIENT"), ("Bronagh", "PATIENT")]),
+    ("FAMILY: LOREDANA (WIFE/HCP) AT BS", [("LOREDANA", "PATIENT")]),
+    ("dil gtt at 2; gs gpc; gd effect from dil\nSOCIAL: Married (wife Yolanda)", [("Yolanda", "PATIENT")]),
+    ("per NSG (Iacobucci), keep SBP <160; neob notified; amr pickup at 1400; AMR noted on cx", [
+        ("Iacobucci", "DOCTOR"), ("neob", "ORGANIZATION"), ("amr", "ORGANIZATION")]),
+    ("Duxbury PD on scene; Det. Kerrigan here at 1000; officer on scene", [("Kerrigan", "PATIENT")]),
+    ("MASS STATE POLICE AT BS", [("MASS STATE POLICE", "ORGANIZATION")]),
+]
+
+# Session 18: a pager written with a space for the dash, not a bag number after "#".
+ROUND18_PHONES = [
+    ("PAGED DR. CHIZ (CHISOLM) PGR 5 1093 RE: VAC LEAK", [("5 1093", "PHONE")]),
+    ("K 4 REPLETED, #2 1000 BOLUS GIVEN", []),
+]
+
+# Session 18, second round: streets of an intersection, three-digit interstates, counties.
+ROUND18_PLACES = [
+    ("t-boned at Gleasondale Rd & Boxboro Rd in Stow", [
+        ("Gleasondale Rd", "STREET"), ("Boxboro Rd", "STREET"), ("Stow", "CITY")]),
+    ("STRUCK AT CORNER OF UNION ST AND COTTAGE ST", [("UNION ST", "STREET"), ("COTTAGE ST", "STREET")]),
+    ("ROLLOVER ON I-495 NB; s/p I-131 tx", [("I-495", "STREET")]),
+    ("pending thru scott county fsd office; FROM SCOTT COUNTY", [("scott county", "CITY"), ("SCOTT COUNTY", "CITY")]),
+    ("lives in this county; orange county", []),
+    ("farm off County Rd 1700", [("County Rd", "STREET")]),  # the road, not a county
 ]
 
 # Session 18: dates in capitals after a procedure or an event, "the 5TH".
@@ -799,6 +834,8 @@ ROUND18_DATES = [
 TABLES = {
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),
+    "round 18 places": (ROUND18_PLACES, {"STREET", "CITY"}),
+    "round 18 phones": (ROUND18_PHONES, {"PHONE"}),
     "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 17 states": (ROUND17_STATES, {"STATE"}),
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),

@@ -254,12 +254,34 @@ def _run_numeric_below(prepared: float, text: str, span: Span) -> Span | None:
     return span
 
 
+def _prepare_widen(params: Mapping[str, Any]) -> tuple[re.Pattern[str], re.Pattern[str], int]:
+    flags = parse_flags(params.get("flags"))
+    try:
+        span_re, before = params["span"], params["before"]
+    except KeyError as exc:
+        raise ValueError(f"give {exc.args[0]!r}") from None
+    return re.compile(str(span_re), flags), re.compile(f"(?:{before})\\Z", flags), int(params.get("window", 8))
+
+
+def _run_widen(prepared: tuple[re.Pattern[str], re.Pattern[str], int], text: str, span: Span) -> Span | None:
+    """Take ``before`` into the span when it sits right before a span that fully matches ``span``
+    ("'" of "CABG '98": the generator and the CRF mark the digits, people mark the year)."""
+    span_re, before_re, window = prepared
+    if span_re.fullmatch(text, span.start, span.end) is None:
+        return span
+    m = before_re.search(text, max(0, span.start - window), span.start)
+    if m is None or m.start() == span.start:
+        return span
+    return Span(m.start(), span.end, span.label, span.source, span.score)
+
+
 FILTER_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Callable[..., Span | None]]] = {
     "trim": (_prepare_trim, _run_trim),
     "punctuation_only": (_prepare_nothing, _run_punctuation_only),
     "stoplist": (_prepare_stoplist, _run_stoplist),
     "pattern": (_prepare_pattern, _run_pattern),
     "numeric_below": (_prepare_numeric_below, _run_numeric_below),
+    "widen": (_prepare_widen, _run_widen),
 }
 
 

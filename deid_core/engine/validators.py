@@ -554,6 +554,16 @@ def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
 
 
 
+@register("county_name")
+def county_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """The words before "County" or "Parish" ("scott county", "Bradley County"), judged as a
+    name after a weak cue (``person_caseless``), since counties are named after people and
+    places: a lexicon name or place, a capitalised word in a mixed-case line, or a word in no
+    list in a lower-case or capitals line; not a plain word ("this county", "off County Rd")."""
+    words = text.split()
+    return len(words) > 1 and _name_words(" ".join(words[:-1]), match, strong=False, unknown_without_case=True)
+
+
 @register("employer_not_place")
 def employer_not_place(text: str, match: re.Match[str] | None = None) -> bool:
     """An employer after a job ("retired machinist from Boeing"), but not the town a

@@ -604,7 +604,8 @@ def _s_sdate(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
 
 @slot("yy", role="DATE")
 def _s_yy(note: Note, fmt: str | None, w: Writer, t: Templates) -> None:
-    """A bare two-digit year in a history list ("CABG '98", "MI 95"); the apostrophe is not PHI."""
+    """A bare two-digit year in a history list ("CABG '98", "MI 95"); the apostrophe is not PHI
+    (the model's ``apostrophe_year`` filter puts it in the span: docs/engine.md, session 18)."""
     w.phi(f"{_relative_date(note, 'prior').year % 100:02d}", "DATE")
 
 
