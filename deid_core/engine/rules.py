@@ -21,6 +21,7 @@ from typing import Any
 import ahocorasick
 import yaml
 
+from deid_core.engine.regexopt import compile_pattern
 from deid_core.engine.validators import VALIDATORS, Validator
 from deid_core.errors import RuleError, UnsupportedFormat
 from deid_core.spans import Span, sort_spans
@@ -116,7 +117,7 @@ class Rule:
         pattern = self.pattern
         if isinstance(pattern, str):
             try:
-                pattern = re.compile(pattern, self.flags)
+                pattern = compile_pattern(pattern, self.flags)  # re.compile, faster alternations
             except re.error as exc:
                 raise RuleError(f"pattern does not compile: {exc}", **where) from None
             object.__setattr__(self, "pattern", pattern)
@@ -146,7 +147,7 @@ class Rule:
         anchor = self.anchor
         if isinstance(anchor, str):
             try:
-                anchor = re.compile(anchor)
+                anchor = compile_pattern(anchor)
             except re.error as exc:
                 raise RuleError(f"anchor does not compile: {exc}", **where) from None
             if anchor.match(""):

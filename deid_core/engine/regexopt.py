@@ -1,0 +1,152 @@
+"""Compile rule regexes so that long case-insensitive alternations branch on their first character.
+
+Python's ``re`` rules out an alternative of ``a|b|c`` with one character
+comparison when it starts with a plain literal, but not when the literal is
+case-insensitive: then every alternative is entered and left again in turn.
+The name rules' stop-word lookahead (fragment ``NS``, which holds the kinship
+words ``KIN``: about 200 case-insensitive alternatives) runs at every word a
+name rule tries, and was most of the English rule layer's time.
+
+``compile_pattern`` parses the pattern with ``re``'s own parser and, inside
+every case-insensitive alternation of at least ``MIN_ALTERNATIVES``, factors
+the alternatives that start with the same ASCII character
+(``(?i:son|wife|sister)`` is compiled as ``(?i:s(?:on|ister)|wife)``), then
+generates the code from that tree as ``re.compile`` does. The result is the
+same regex: the pattern string, flags and groups are those of ``re.compile``,
+and so is every match (span and groups), because backtracking tries the
+alternatives that can match in the original order:
+
+* alternatives are factored only within runs of alternatives that start with
+  an ASCII literal; an alternative that starts otherwise (a class, a group)
+  stays where it is and ends the run (a lone ``(?:a|b)`` alternative is first
+  spliced into the alternation, which is the same alternation);
+* two ASCII characters never match the same character case-insensitively
+  (``s`` matches ``s``, ``S`` and ``ſ``; ``k`` also ``K``, Kelvin; ``i`` also
+  ``İ`` and ``ı``), so alternatives in different groups cannot both match at
+  one position, and within a group their order is kept;
+* "S" and "s" are one test when the case is ignored, so the group's first
+  member's literal serves every member.
+
+Only the number of alternatives entered to find that out changes. Anything
+unexpected (a Python whose ``re`` internals differ) falls back to
+``re.compile``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+try:  # Python 3.11+
+    from re import _compiler as _k
+    from re import _constants as _c
+    from re import _parser as _p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_compile as _k  # type: ignore[no-redef]
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+import _sre
+
+_IGNORECASE = re.IGNORECASE
+_REPEATS = tuple(
+    op for op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)) if op is not None
+)
+_ATOMIC = getattr(_c, "ATOMIC_GROUP", None)
+MIN_ALTERNATIVES = 4  # shorter alternations are left as they are
+
+
+def _key(alternative: Any) -> int | None:
+    """The ASCII character an alternative starts with (lower case), if it starts with a literal."""
+    if not alternative.data:
+        return None
+    op, av = alternative.data[0]
+    if op is _c.LITERAL and av < 128:
+        return ord(chr(av).lower())
+    return None
+
+
+def _flatten(alternatives: list[Any]) -> list[Any]:
+    """Splice ``(?:a|b)`` standing alone as an alternative into the alternation (same order)."""
+    out: list[Any] = []
+    for alternative in alternatives:
+        if len(alternative.data) == 1 and alternative.data[0][0] is _c.SUBPATTERN:
+            group, add, remove, sub = alternative.data[0][1]
+            if group is None and not add and not remove and len(sub.data) == 1 and sub.data[0][0] is _c.BRANCH:
+                out.extend(_flatten(list(sub.data[0][1][1])))
+                continue
+        out.append(alternative)
+    return out
+
+
+def _regroup(alternatives: list[Any], state: Any) -> list[Any]:
+    alternatives = _flatten(alternatives)
+    out: list[Any] = []
+    i = 0
+    while i < len(alternatives):
+        if _key(alternatives[i]) is None:
+            out.append(alternatives[i])
+            i += 1
+            continue
+        groups: dict[int, list[Any]] = {}
+        while i < len(alternatives) and (key := _key(alternatives[i])) is not None:
+            groups.setdefault(key, []).append(alternatives[i])
+            i += 1
+        for members in groups.values():
+            if len(members) == 1:
+                out.append(members[0])
+                continue
+            # Case-insensitive "s" and "S" are one test: the first member's literal serves all.
+            head = members[0].data[0]
+            rests = [_p.SubPattern(state, list(m.data[1:])) for m in members]
+            out.append(_p.SubPattern(state, [head, (_c.BRANCH, (None, rests))]))
+    return out
+
+
+def _walk(sub: Any, flags: int) -> None:
+    data = sub.data
+    for index, (op, av) in enumerate(data):
+        if op is _c.SUBPATTERN:
+            _group, add, remove, inner = av
+            _walk(inner, (flags | add) & ~remove)
+        elif op is _c.BRANCH:
+            for alternative in av[1]:
+                _walk(alternative, flags)
+            if flags & _IGNORECASE and not flags & re.LOCALE and len(av[1]) >= MIN_ALTERNATIVES:
+                data[index] = (_c.BRANCH, (av[0], _regroup(list(av[1]), sub.state)))
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            _walk(av[1], flags)
+        elif op in _REPEATS:
+            _walk(av[2], flags)
+        elif op is _ATOMIC:
+            _walk(av, flags)
+        elif op is _c.GROUPREF_EXISTS:
+            _walk(av[1], flags)
+            if av[2] is not None:
+                _walk(av[2], flags)
+
+
+def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(source, flags)`` with first-letter dispatch in case-insensitive alternations.
+
+    Raises ``re.error`` exactly when ``re.compile`` does.
+    """
+    flags = int(flags)
+    if not isinstance(source, str) or flags & (re.DEBUG | re.LOCALE):
+        return re.compile(source, flags)
+    try:
+        tree = _p.parse(source, flags)
+    except re.error:
+        return re.compile(source, flags)  # raises the same error
+    try:
+        _walk(tree, tree.state.flags)
+        code = _k._code(tree, flags)
+        groupindex = tree.state.groupdict
+        indexgroup: list[str | None] = [None] * tree.state.groups
+        for name, number in groupindex.items():
+            indexgroup[number] = name
+        return _sre.compile(
+            source, flags | tree.state.flags, code, tree.state.groups - 1, groupindex, tuple(indexgroup)
+        )
+    except Exception:  # re internals of another Python version: the plain compile
+        return re.compile(source, flags)
