@@ -21,6 +21,9 @@ CASES = [
     (r"(?i:a|ab|abc|b|ba|(?:c|cd)|[x-z]q|d)+", ["abcbadcdzqxq ABC"]),
     (r"(?!(?i:by|with|to|the|and|or|per)\b)[A-Za-z]+", ["By Tom with Ann and Perry to THE Theo"]),
     (r"(?i:(ab)|(ac)|(?P<n>ad)|ae)(?(1)x|y)", ["abx aby acy ADY aey"]),
+    # look-arounds before a one-character test get that test in front of them
+    (r"(?<![\w.])(?!(?i:by|the|and)\b)(?:[A-Z][a-z]+)(?:\s+(?!(?i:of|and)\b)(?i:[a-z]+))+", ["By The Bay and Hull Of Ice"]),
+    (r"\b(?!(?:ab|cd)\b)(?a:\w+)|(?=(?i:ab))(?!abc)(?i:[a-c]+)", ["ab ABC abd cd cde \u212ab"]),
 ]
 
 

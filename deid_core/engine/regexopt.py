@@ -27,8 +27,16 @@ alternatives that can match in the original order:
 * "S" and "s" are one test when the case is ignored, so the group's first
   member's literal serves every member.
 
-Only the number of alternatives entered to find that out changes. Anything
-unexpected (a Python whose ``re`` internals differ) falls back to
+Only the number of alternatives entered to find that out changes.
+
+Second, a look-around that tests more than one character and is followed by an
+item whose first character is one test (``{{NS}}{{CW}}``: the stop-word
+lookahead, then a capital) gets that one-character test as a lookahead in
+front (``_guard``): the item starts at the same position and must match it
+anyway, so the matches are the same, and a lower-case word fails before the
+stop-word list runs. Lookbehinds are left alone.
+
+Anything unexpected (a Python whose ``re`` internals differ) falls back to
 ``re.compile``.
 """
 
@@ -103,27 +111,94 @@ def _regroup(alternatives: list[Any], state: Any) -> list[Any]:
     return out
 
 
-def _walk(sub: Any, flags: int) -> None:
+_ZERO_WIDTH = (_c.AT, _c.ASSERT, _c.ASSERT_NOT)
+_ONE_CHAR = (_c.LITERAL, _c.NOT_LITERAL, _c.IN)
+
+
+def _combine(flags: int, add: int, remove: int) -> int:
+    """Flags inside a scoped group, as ``re`` combines them (a type flag replaces the others)."""
+    if add & (re.ASCII | re.LOCALE | re.UNICODE):
+        flags &= ~(re.ASCII | re.LOCALE | re.UNICODE)
+    return (flags | add) & ~remove
+
+
+def _first_char(op: Any, av: Any, flags: int) -> tuple[Any, int] | None:
+    """The one-character item the first character of every match of ``(op, av)`` must match, and its flags."""
+    while True:
+        if op in _ONE_CHAR:
+            return (op, av), flags
+        if op is _c.SUBPATTERN and av[3].data:
+            flags = _combine(flags, av[1], av[2])
+            op, av = av[3].data[0]
+        elif op in _REPEATS and av[0] >= 1 and av[2].data:
+            op, av = av[2].data[0]
+        else:
+            return None
+
+
+def _heavy(op: Any, av: Any) -> bool:
+    """A look-around that tests more than one character."""
+    if op is _c.AT:
+        return False
+    body = av[1].data
+    return len(body) != 1 or body[0][0] not in _ONE_CHAR
+
+
+def _guard(sub: Any, flags: int) -> None:
+    """Put a one-character lookahead before look-arounds that test more, when the item after them
+    starts with a one-character test: ``(?!(?i:by|with|...)\b)[A-Z]`` becomes
+    ``(?=[A-Z])(?!(?i:by|with|...)\b)[A-Z]``. The item after the look-arounds starts at the same
+    position and must match that character anyway, so the matches are the same; a position where
+    it does not fails before the long look-around runs."""
+    data = sub.data
+    out: list[Any] = []
+    i = 0
+    while i < len(data):
+        if data[i][0] not in _ZERO_WIDTH:
+            out.append(data[i])
+            i += 1
+            continue
+        j = i
+        while j < len(data) and data[j][0] in _ZERO_WIDTH:
+            j += 1
+        run = data[i:j]
+        if j < len(data) and any(_heavy(op, av) for op, av in run):
+            first = _first_char(*data[j], flags)
+            if first is not None:
+                item, item_flags = first
+                if item_flags != flags:
+                    inner = _p.SubPattern(sub.state, [item])
+                    item = (_c.SUBPATTERN, (None, item_flags & ~flags, flags & ~item_flags, inner))
+                out.append((_c.ASSERT, (1, _p.SubPattern(sub.state, [item]))))
+        out.extend(run)
+        i = j
+    if len(out) != len(data):
+        data[:] = out
+
+
+def _walk(sub: Any, flags: int, behind: bool = False) -> None:
     data = sub.data
     for index, (op, av) in enumerate(data):
         if op is _c.SUBPATTERN:
             _group, add, remove, inner = av
-            _walk(inner, (flags | add) & ~remove)
+            _walk(inner, _combine(flags, add, remove), behind)
         elif op is _c.BRANCH:
             for alternative in av[1]:
-                _walk(alternative, flags)
+                _walk(alternative, flags, behind)
             if flags & _IGNORECASE and not flags & re.LOCALE and len(av[1]) >= MIN_ALTERNATIVES:
                 data[index] = (_c.BRANCH, (av[0], _regroup(list(av[1]), sub.state)))
         elif op in (_c.ASSERT, _c.ASSERT_NOT):
-            _walk(av[1], flags)
+            _walk(av[1], flags, behind or av[0] < 0)
         elif op in _REPEATS:
-            _walk(av[2], flags)
+            _walk(av[2], flags, behind)
         elif op is _ATOMIC:
-            _walk(av, flags)
+            _walk(av, flags, behind)
         elif op is _c.GROUPREF_EXISTS:
-            _walk(av[1], flags)
+            _walk(av[1], flags, behind)
             if av[2] is not None:
-                _walk(av[2], flags)
+                _walk(av[2], flags, behind)
+    if not behind:  # lookbehinds are left as they are
+        _guard(sub, flags)
 
 
 def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
