@@ -67,3 +67,25 @@ def test_alternations_are_factored() -> None:
 def test_bad_pattern_raises_as_re_does() -> None:
     with pytest.raises(re.error):
         compile_pattern("(?i:a|b")
+
+
+def test_prefixed_anchors_hit_where_finditer_does() -> None:
+    rules = load_rules("en")
+    assert rules._prefixed is not None and len(rules._prefixed.anchors) >= 5
+    texts = [d.text for d in generate_notes(30, seed=12, **REALISTIC)]
+    texts += [
+        "SNF (rehab) vs LTACH; Pgy-2 resident at bedside. J. Ruiz RN x4-1234, pt 91 yo, 109.",
+        "d/c to alf(assisted living) rrt ab ext 12; md:pa-c r.n. CCC-SLP, ms-3, ms3 intern",
+    ]
+    for text in texts:
+        for anchor, hits in zip(rules._prefixed.anchors, rules._prefixed.hits(text, text.lower())):
+            assert hits == [m.span() for m in anchor.finditer(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "Dispo: \u017fnf (rehab) per \u0131ntern Pgy-1, PT spoke with wife Ann",
+    "\u0130ntern note: to SNF (assisted living). K. Lee RN 617-555-0101",
+])
+def test_odd_case_notes_find_what_a_full_scan_finds(text: str) -> None:
+    rules = load_rules("en")
+    assert rules.find(text) == rules.find(text, use_anchors=False)

@@ -225,3 +225,66 @@ def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
         )
     except Exception:  # re internals of another Python version: the plain compile
         return re.compile(source, flags)
+
+
+def _prefixes(items: Any, limit: int) -> tuple[set[str], bool]:
+    """Lower-case ASCII strings one of which starts every match of ``items``, and whether
+    they are whole (every match of ``items`` is exactly one of them)."""
+    prefixes = {""}
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        if op is _c.LITERAL:
+            if av >= 128:
+                return prefixes, False
+            char = chr(av).lower()
+            prefixes = {p + char for p in prefixes}
+            continue
+        if op is _c.SUBPATTERN:
+            sub, whole = _prefixes(av[3], limit)
+        elif op is _c.BRANCH:
+            sub, whole = set(), True
+            for alternative in av[1]:
+                found, complete = _prefixes(alternative, limit)
+                sub |= found
+                whole = whole and complete
+        elif op in _REPEATS and av[0] >= 1:
+            sub, whole = _prefixes(av[2], limit)
+            whole = whole and av[0] == av[1] == 1
+        else:
+            return prefixes, False
+        combined = {p + s for p in prefixes for s in sub}
+        if len(combined) > limit:
+            return prefixes, False
+        prefixes = combined
+        if not whole:
+            return prefixes, False
+    return prefixes, True
+
+
+def literal_prefixes(pattern: re.Pattern[str], limit: int = 256) -> tuple[str, ...] | None:
+    """Lower-case ASCII strings such that every match of ``pattern`` starts with one of them
+    (its text lower-cased), or None when some match may start otherwise or ``re`` already
+    skips ahead to a literal prefix or first-character set of its own.
+
+    Read on the lower-cased text, they hold for a case-insensitive pattern too, except
+    where the text has ``ı`` or ``ſ`` (they match "i" and "s" but lower-case to themselves)
+    or a character whose lower case is longer (``İ``): ``ODD_CASE`` lists the first two.
+    """
+    if not isinstance(pattern.pattern, str) or pattern.flags & re.LOCALE:
+        return None
+    try:
+        tree = _p.parse(pattern.pattern, pattern.flags)
+        prefix, _, _ = _k._get_literal_prefix(tree, pattern.flags)
+        if prefix or _k._get_charset_prefix(tree, pattern.flags) is not None:
+            return None
+        found, _ = _prefixes(tree, limit)
+    except Exception:
+        return None
+    if not found or "" in found:
+        return None
+    return tuple(sorted(found))
+
+
+#: Non-ASCII characters that match an ASCII letter case-insensitively but lower-case to themselves.
+ODD_CASE = ("\u0131", "\u017f")
