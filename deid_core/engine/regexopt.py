@@ -176,28 +176,37 @@ def _guard(sub: Any, flags: int) -> None:
         data[:] = out
 
 
+_LITERAL, _IN, _SUBPATTERN, _BRANCH = _c.LITERAL, _c.IN, _c.SUBPATTERN, _c.BRANCH
+_LOOK = (_c.ASSERT, _c.ASSERT_NOT)
+_GROUPREF_EXISTS = _c.GROUPREF_EXISTS
+
+
 def _walk(sub: Any, flags: int, behind: bool = False) -> None:
     data = sub.data
+    zero_width = False
     for index, (op, av) in enumerate(data):
-        if op is _c.SUBPATTERN:
+        if op is _LITERAL or op is _IN:  # most items: nothing inside
+            continue
+        if op is _SUBPATTERN:
             _group, add, remove, inner = av
             _walk(inner, _combine(flags, add, remove), behind)
-        elif op is _c.BRANCH:
+        elif op is _BRANCH:
             for alternative in av[1]:
                 _walk(alternative, flags, behind)
             if flags & _IGNORECASE and not flags & re.LOCALE and len(av[1]) >= MIN_ALTERNATIVES:
-                data[index] = (_c.BRANCH, (av[0], _regroup(list(av[1]), sub.state)))
-        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+                data[index] = (_BRANCH, (av[0], _regroup(list(av[1]), sub.state)))
+        elif op in _LOOK:
+            zero_width = True
             _walk(av[1], flags, behind or av[0] < 0)
         elif op in _REPEATS:
             _walk(av[2], flags, behind)
         elif op is _ATOMIC:
             _walk(av, flags, behind)
-        elif op is _c.GROUPREF_EXISTS:
+        elif op is _GROUPREF_EXISTS:
             _walk(av[1], flags, behind)
             if av[2] is not None:
                 _walk(av[2], flags, behind)
-    if not behind:  # lookbehinds are left as they are
+    if zero_width and not behind:  # lookbehinds are left as they are
         _guard(sub, flags)
 
 
