@@ -21,6 +21,7 @@ from typing import Any
 import ahocorasick
 import yaml
 
+from deid_core.engine.regexopt import ODD_CASE, compile_pattern, literal_prefixes
 from deid_core.engine.validators import VALIDATORS, Validator
 from deid_core.errors import RuleError, UnsupportedFormat
 from deid_core.spans import Span, sort_spans
@@ -116,7 +117,7 @@ class Rule:
         pattern = self.pattern
         if isinstance(pattern, str):
             try:
-                pattern = re.compile(pattern, self.flags)
+                pattern = compile_pattern(pattern, self.flags)  # re.compile, faster alternations
             except re.error as exc:
                 raise RuleError(f"pattern does not compile: {exc}", **where) from None
             object.__setattr__(self, "pattern", pattern)
@@ -146,7 +147,7 @@ class Rule:
         anchor = self.anchor
         if isinstance(anchor, str):
             try:
-                anchor = re.compile(anchor)
+                anchor = compile_pattern(anchor)
             except re.error as exc:
                 raise RuleError(f"anchor does not compile: {exc}", **where) from None
             if anchor.match(""):
@@ -290,6 +291,51 @@ class _LiteralAnchors:
         return out
 
 
+class _PrefixAnchors:
+    """Regex anchors that ``re`` cannot skip ahead for, tried only where a match can start.
+
+    A regex anchor such as ``(?i:\\b(?:snf|alf|ltach?|irf)\\b)`` starts with a look-around,
+    so ``finditer`` runs it at every position of the note. Every match of it starts with one of
+    a few literal prefixes (``literal_prefixes``: "snf", "alf", "ltac", "irf"), so one
+    Aho-Corasick pass over the lower-cased note finds every position where a match can start,
+    and the anchor is matched there only, in order, each search going on after the last
+    match's end as ``finditer`` does: the same hits. Used when ``text.lower()`` keeps every
+    offset and the note has none of ``ODD_CASE``.
+    """
+
+    __slots__ = ("anchors", "_automaton")
+
+    def __init__(self, anchors: Iterable[tuple[re.Pattern[str], tuple[str, ...]]]) -> None:
+        pairs = list(anchors)
+        self.anchors = tuple(anchor for anchor, _ in pairs)
+        entries: dict[str, list[int]] = {}
+        for k, (_, prefixes) in enumerate(pairs):
+            for prefix in prefixes:
+                entries.setdefault(prefix, []).append(k)
+        self._automaton = ahocorasick.Automaton()
+        for prefix, found in entries.items():
+            self._automaton.add_word(prefix, (len(prefix), tuple(found)))
+        self._automaton.make_automaton()
+
+    def hits(self, text: str, lowered: str) -> list[list[tuple[int, int]]]:
+        """Per anchor (in ``anchors`` order), ``[m.span() for m in anchor.finditer(text)]``."""
+        starts: list[set[int]] = [set() for _ in self.anchors]
+        for last, (size, found) in self._automaton.iter(lowered):
+            for k in found:
+                starts[k].add(last + 1 - size)
+        out = []
+        for anchor, candidates in zip(self.anchors, starts):
+            hits = []
+            match = anchor.match
+            pos = 0
+            for i in sorted(candidates):
+                if i >= pos and (m := match(text, i)) is not None:
+                    hits.append(m.span())
+                    pos = m.end()
+            out.append(hits)
+        return out
+
+
 def anchor_windows(
     text: str,
     anchor: re.Pattern[str] | tuple[str, ...],
@@ -370,7 +416,7 @@ def _expand_fragments(pattern: str, fragments: Mapping[str, str], *, rule: str, 
 class RuleSet:
     """An ordered, immutable collection of rules run together over a note."""
 
-    __slots__ = ("name", "lang", "rules", "origin", "window", "_labels", "_plan", "_literal")
+    __slots__ = ("name", "lang", "rules", "origin", "window", "_labels", "_plan", "_literal", "_prefixed")
 
     def __init__(
         self,
@@ -396,6 +442,9 @@ class RuleSet:
         self._plan = list(plan.items())
         literal = [a for a in dict.fromkeys(rule.anchor for rule in self.rules) if isinstance(a, tuple)]
         self._literal = _LiteralAnchors(literal) if literal else None
+        regex = [a for a in dict.fromkeys(rule.anchor for rule in self.rules) if isinstance(a, re.Pattern)]
+        prefixed = [(a, p) for a in regex if (p := literal_prefixes(a)) is not None]
+        self._prefixed = _PrefixAnchors(prefixed) if prefixed else None
         seen: set[str] = set()
         for rule in self.rules:
             if rule.name in seen:
@@ -430,19 +479,32 @@ class RuleSet:
         """
         best: dict[tuple[int, int, str], Span] = {}
         lowered: str | None = None
+        lowered_done = False  # lowered is text.lower(), or None when that changed the length
         hits_by_anchor: dict[Any, list[tuple[int, int]]] = {}
+        prefixed = self._prefixed.anchors if self._prefixed is not None else ()
         for (anchor, (before, after)), rules in self._plan:
             windows = None
             if anchor is not None and use_anchors:
                 hits = hits_by_anchor.get(anchor)
                 if hits is None:
-                    if isinstance(anchor, tuple) and lowered is None:
+                    literal = isinstance(anchor, tuple)
+                    if not lowered_done and (literal or anchor in prefixed):
                         lowered = text.lower()
                         if len(lowered) != len(text):
                             lowered = None
-                    if isinstance(anchor, tuple) and lowered is not None and self._literal is not None:
+                        lowered_done = True
+                    if literal and lowered is not None and self._literal is not None:
                         # All literal anchors at once (see _LiteralAnchors).
                         hits_by_anchor.update(zip(self._literal.anchors, self._literal.hits(lowered)))
+                        hits = hits_by_anchor[anchor]
+                    elif (
+                        not literal
+                        and anchor in prefixed
+                        and lowered is not None
+                        and not any(ch in text for ch in ODD_CASE)
+                    ):
+                        # All prefixed regex anchors at once (see _PrefixAnchors).
+                        hits_by_anchor.update(zip(prefixed, self._prefixed.hits(text, lowered)))  # type: ignore[union-attr]
                         hits = hits_by_anchor[anchor]
                     else:
                         hits = hits_by_anchor[anchor] = _anchor_hits(text, lowered, anchor)
