@@ -802,6 +802,14 @@ ROUND18 = [
         ("Iacobucci", "DOCTOR"), ("neob", "ORGANIZATION"), ("amr", "ORGANIZATION")]),
     ("Duxbury PD on scene; Det. Kerrigan here at 1000; officer on scene", [("Kerrigan", "PATIENT")]),
     ("MASS STATE POLICE AT BS", [("MASS STATE POLICE", "ORGANIZATION")]),
+    # third round
+    ("fell from staging at a Granite Ledge Builders site; assaulted outside Mulcahy's Pub", [
+        ("Granite Ledge Builders", "ORGANIZATION"), ("Mulcahy's Pub", "ORGANIZATION")]),
+    ("Urine Drug screen; went to a Sports Bar; Street Drugs", []),
+    ("CIWA 14.\nDR Z AWARE @ 0140, NO NEW ORDERS", [("Z", "DOCTOR")]),
+    ("UOP 20/HR, HO FERGAL AWARE", [("FERGAL", "DOCTOR")]),
+    ("updated.\nHettie lives w/ her on Pleasant St. Pt lives w/ wife. Family lives with pt.", [("Hettie", "PATIENT")]),
+    ("pt works at the 7-eleven near his house", [("7-eleven", "ORGANIZATION")]),
 ]
 
 # Session 18: a pager written with a space for the dash, not a bag number after "#".
@@ -819,6 +827,7 @@ ROUND18_PLACES = [
     ("pending thru scott county fsd office; FROM SCOTT COUNTY", [("scott county", "CITY"), ("SCOTT COUNTY", "CITY")]),
     ("lives in this county; orange county", []),
     ("farm off County Rd 1700", [("County Rd", "STREET")]),  # the road, not a county
+    ("MOTHER FROM HUDSON, N.H. AT BS.", [("HUDSON", "CITY")]),
 ]
 
 # Session 18: dates in capitals after a procedure or an event, "the 5TH".
@@ -835,6 +844,7 @@ TABLES = {
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),
     "round 18 places": (ROUND18_PLACES, {"STREET", "CITY"}),
+    "round 18 states": ([("MOTHER FROM HUDSON, N.H. AT BS; LIVES IN WINDHAM, N.Y.", [("N.H.", "STATE"), ("N.Y.", "STATE")])], {"STATE"}),
     "round 18 phones": (ROUND18_PHONES, {"PHONE"}),
     "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 17 states": (ROUND17_STATES, {"STATE"}),
