@@ -810,6 +810,29 @@ ROUND18 = [
     ("UOP 20/HR, HO FERGAL AWARE", [("FERGAL", "DOCTOR")]),
     ("updated.\nHettie lives w/ her on Pleasant St. Pt lives w/ wife. Family lives with pt.", [("Hettie", "PATIENT")]),
     ("pt works at the 7-eleven near his house", [("7-eleven", "ORGANIZATION")]),
+    # fourth round (sets 48, 49)
+    ("FARSI ONLY. PHONE INTERPRETER ARDESHIR ID #30417\ninterpreter line used; INTERPRETER PHONE USED", [
+        ("ARDESHIR", "DOCTOR")]),
+    ("lvm for pt's probation officer kettleborough re: missed visit", [("kettleborough", "PATIENT")]),
+    ("CCU NPN 7P-7A\nPT PENNYCUICK ADM W/ NSTEMI.\nPT AFEBRILE ADM W/ PNA.", [("PENNYCUICK", "PATIENT")]),
+    ("Employer Gantry Precision Castings sent safety officer", [("Gantry Precision Castings", "ORGANIZATION")]),
+    # set 50
+    ("WIFE DOES NOT DRIVE, GIVEN TOWNLINE TAXI VOUCHER. ISSUED BY HAVERHILL DISTRICT COURT", [
+        ("TOWNLINE TAXI", "ORGANIZATION"), ("HAVERHILL DISTRICT COURT", "ORGANIZATION")]),
+    ("SW filed APS report w/ Minuteman Senior Services; family belongs to Shri Ambaji Mandir", [
+        ("Minuteman Senior Services", "ORGANIZATION"), ("Shri Ambaji Mandir", "ORGANIZATION")]),
+    ("took a cab home; the Court; Probate Court; KESTREL FREIGHT WAREHOUSE", []),
+    ("Wife asking if pt can take The RIDE to cardiac rehab; a ride home", [("The RIDE", "ORGANIZATION")]),
+    ("social: aps worker chinasa ezenwa from old colony; house mgr femi says; case worker aware", [
+        ("chinasa", "DOCTOR"), ("femi", "DOCTOR")]),
+]
+
+# Session 18, fourth round: a town abroad before its country.
+ROUND18_ABROAD = [
+    ("PT'S WIFE CALLED FROM SHIRAZ, IRAN AT 2330", [("SHIRAZ", "CITY")]),
+    ("son called from cardiff, wales, pt tearful; wife called from praia, cabo verde, at 1600", [
+        ("cardiff", "CITY"), ("praia", "CITY")]),
+    ("note from Smith, MD; sent to Jones, RN at 1500", []),
 ]
 
 # Session 18: a pager written with a space for the dash, not a bag number after "#".
@@ -838,6 +861,9 @@ ROUND18_DATES = [
     ("PEEP DEC 8. LEVO DEC 2 MCG. lasix dec by 2; cabg dec to 2", []),
     ("SICU events 12-3\nS/P L CRANI FOR GBM RESECTION 12-2.", [("12-3", "DATE"), ("12-2", "DATE")]),
     ("FAMILY MTG W/ DR A ON THE 5TH @ 1400. ON THE 3RD FLOOR", [("5TH", "DATE")]),
+    ("re-explored x1, abd closed 11.5.\npt adm w/ chb on 11.5, ppm placed 11.6 by dr l", [
+        ("11.5", "DATE"), ("11.5", "DATE"), ("11.6", "DATE")]),
+    ("K 3.5 repleted. on 2.5 mcg levo. weaned on 5.5. on 12.5 PEEP. Cr 1.8 up from 1.4. LACTATE 2.1 FROM 3.4", []),
 ]
 
 TABLES = {
@@ -846,6 +872,10 @@ TABLES = {
     "round 18 places": (ROUND18_PLACES, {"STREET", "CITY"}),
     "round 18 states": ([("MOTHER FROM HUDSON, N.H. AT BS; LIVES IN WINDHAM, N.Y.", [("N.H.", "STATE"), ("N.Y.", "STATE")])], {"STATE"}),
     "round 18 phones": (ROUND18_PHONES, {"PHONE"}),
+    "round 18 abroad": (ROUND18_ABROAD, {"CITY"}),
+    "round 18 ids": ([("INS: TRADITIONAL MEDICARE, MBI 1EG4-TE5-MK73.", [("1EG4-TE5-MK73", "IDNUM")]),
+                      ("member of the family; member 2 of 3", [])], {"IDNUM"}),
+    "round 18 ages": ([("sw, this rn.\npt is 91 (born dec 24 1933), turned", [("91", "AGE")]), ("pt is 95 (kg)", [])], {"AGE"}),
     "round 17": (ROUND17, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 17 states": (ROUND17_STATES, {"STATE"}),
     "round 16": (ROUND16, NAMES | ORGS | {"CITY"}),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the lexicons are loaded lazily, inside the validators that need them
@@ -562,6 +563,61 @@ def county_name(text: str, match: re.Match[str] | None = None) -> bool:
     list in a lower-case or capitals line; not a plain word ("this county", "off County Rd")."""
     words = text.split()
     return len(words) > 1 and _name_words(" ".join(words[:-1]), match, strong=False, unknown_without_case=True)
+
+
+# Parts of a country that notes name as if they were one, and names Faker's list spells otherwise.
+_EXTRA_COUNTRIES = frozenset({
+    "england", "scotland", "wales", "northern ireland", "cabo verde", "cape verde", "puerto rico", "uk",
+    "the uk", "holland", "burma", "ivory coast", "czech republic", "czechia", "russia", "south korea",
+    "north korea", "vietnam", "laos", "syria", "iran", "taiwan", "the philippines", "the dominican republic",
+})
+
+
+@lru_cache(maxsize=1)
+def _countries() -> frozenset[str]:
+    from faker.providers.address.en_US import Provider as Address
+
+    return frozenset(str(c).lower() for c in Address.countries) | _EXTRA_COUNTRIES
+
+
+@register("city_before_country")
+def city_before_country(text: str, match: re.Match[str] | None = None) -> bool:
+    """A town before a country ("called from Shiraz, Iran", "son emrys called from cardiff, wales"):
+    the rule's ``country`` group must name a country (Faker's list, and England, Wales, Cabo
+    Verde...), and the town must be a name as after a weak cue (``person_caseless``) or a
+    lexicon place."""
+    if match is None or not match.groupdict().get("country"):
+        return False
+    if match.group("country").strip().lower() not in _countries():
+        return False
+    from deid_core.engine.lexicons import load_lexicon
+
+    return load_lexicon("en").is_place(text.strip()) or _name_words(
+        text, match, strong=False, unknown_without_case=True
+    )
+
+
+@register("business_name")
+def business_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """The words before a business's kind ("Granite Ledge Builders", "HAVERHILL DISTRICT COURT"): no
+    stop or department word ("Blood Bank", "Sports Bar" have none that names), and one that is a
+    name, a place, a word in no list, or a capitalised word in a mixed-case line."""
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    if match is None or not match.groupdict().get("kind"):
+        return False
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text[: len(text) - len(match.group("kind"))])
+    caps = _caps_line(match.string, match.start(), match.end())
+    evidence = False
+    for word in words:
+        kind = lexicon.classify(word)
+        if kind == STOP or word.lower() in lexicon.department:
+            return False
+        capitalised = word[0].isupper() and not caps and not word.isupper()
+        if kind != COMMON or capitalised or lexicon.is_place(word):
+            evidence = True
+    return evidence
 
 
 @register("employer_not_place")
