@@ -825,6 +825,14 @@ ROUND18 = [
     ("Wife asking if pt can take The RIDE to cardiac rehab; a ride home", [("The RIDE", "ORGANIZATION")]),
     ("social: aps worker chinasa ezenwa from old colony; house mgr femi says; case worker aware", [
         ("chinasa", "DOCTOR"), ("femi", "DOCTOR")]),
+    # fifth round (sets 51-53)
+    ("Pt works at the Altamaha Poultry plant; retired from Bayou Industrial Services", [
+        ("Altamaha Poultry", "ORGANIZATION"), ("Bayou Industrial Services", "ORGANIZATION")]),
+    ("Pt hauls his corn to Hawkeye Prairie Co-op.", [("Hawkeye Prairie Co-op", "ORGANIZATION")]),
+    ("CONTRACT GROWER FOR NODAWAY PORK LLC. STAYING AT THE ALPENGLOW LODGE", [
+        ("NODAWAY PORK LLC", "ORGANIZATION"), ("ALPENGLOW LODGE", "ORGANIZATION")]),
+    ("Their son, everybody calls him Bubba, driving up; she calls him back", [("Bubba", "PATIENT")]),
+    ("pastor tveit stopped by; pastor aware; pastor rev. visited", [("tveit", "PATIENT")]),
 ]
 
 # Session 18, fourth round: a town abroad before its country.
@@ -861,6 +869,7 @@ ROUND18_DATES = [
     ("PEEP DEC 8. LEVO DEC 2 MCG. lasix dec by 2; cabg dec to 2", []),
     ("SICU events 12-3\nS/P L CRANI FOR GBM RESECTION 12-2.", [("12-3", "DATE"), ("12-2", "DATE")]),
     ("FAMILY MTG W/ DR A ON THE 5TH @ 1400. ON THE 3RD FLOOR", [("5TH", "DATE")]),
+    ("wife says last drink was the 9th.\nthe pt was the 2nd of 5 kids", [("9th", "DATE")]),
     ("re-explored x1, abd closed 11.5.\npt adm w/ chb on 11.5, ppm placed 11.6 by dr l", [
         ("11.5", "DATE"), ("11.5", "DATE"), ("11.6", "DATE")]),
     ("K 3.5 repleted. on 2.5 mcg levo. weaned on 5.5. on 12.5 PEEP. Cr 1.8 up from 1.4. LACTATE 2.1 FROM 3.4", []),
@@ -873,6 +882,15 @@ TABLES = {
     "round 18 states": ([("MOTHER FROM HUDSON, N.H. AT BS; LIVES IN WINDHAM, N.Y.", [("N.H.", "STATE"), ("N.Y.", "STATE")])], {"STATE"}),
     "round 18 phones": (ROUND18_PHONES, {"PHONE"}),
     "round 18 abroad": (ROUND18_ABROAD, {"CITY"}),
+    "round 18 round 5 places": ([
+        ("son came over from Ozark, Ala. this afternoon; FROM WAYNESBORO, MISS., ETA", [
+            ("Ozark", "CITY"), ("Ala.", "STATE"), ("WAYNESBORO", "CITY"), ("MISS.", "STATE")]),
+        ("AT A CO-OP IN REDFIELD, SD 4/22.", [("REDFIELD", "CITY"), ("SD", "STATE")]),
+        ("LIVES IN LOWELL, MA 01852", [("LOWELL", "CITY")]),  # the zip's state is the zip rule's
+        ("TRANSFERRED FROM OCONEE RIVER MEDICAL CENTER, DUBLIN. LKW 1730", [("DUBLIN", "CITY")]),
+        ("HOME ADDRESS PO BOX 412; Mailing: HC 81 Box 240; box 3 of 5 checked", [
+            ("PO BOX 412", "STREET"), ("HC 81 Box 240", "STREET")]),
+    ], {"CITY", "STATE", "STREET"}),
     "round 18 ids": ([("INS: TRADITIONAL MEDICARE, MBI 1EG4-TE5-MK73.", [("1EG4-TE5-MK73", "IDNUM")]),
                       ("member of the family; member 2 of 3", [])], {"IDNUM"}),
     "round 18 ages": ([("sw, this rn.\npt is 91 (born dec 24 1933), turned", [("91", "AGE")]), ("pt is 95 (kg)", [])], {"AGE"}),
