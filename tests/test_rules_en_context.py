@@ -882,6 +882,23 @@ TABLES = {
     "round 18 states": ([("MOTHER FROM HUDSON, N.H. AT BS; LIVES IN WINDHAM, N.Y.", [("N.H.", "STATE"), ("N.Y.", "STATE")])], {"STATE"}),
     "round 18 phones": (ROUND18_PHONES, {"PHONE"}),
     "round 18 abroad": (ROUND18_ABROAD, {"CITY"}),
+    "round 18 uk": ([
+        ("HOSP NO. Q1290447. COLLAPSED AT WORK 13/11; op 14/11; post CABG x3 (13/11/25)", [
+            ("13/11", "DATE"), ("14/11", "DATE"), ("13/11/25", "DATE")]),
+        ("on PS 16/5, fio2 40; pain 14/10; care 24/7; HR 110/60", []),
+        ("LIVES IN JARROW, NE32 5QX. they live in fratton, po4 8jd. co2 5ml; po4 2mg", [
+            ("JARROW", "CITY"), ("NE32 5QX", "ZIP"), ("po4 8jd", "ZIP")]),
+        ("Reg aware, bleep 6605. NEUROSURG REG BLEEPED ON 5826 RE ICP 22", [("6605", "PHONE"), ("5826", "PHONE")]),
+        ("TX FROM NITHSDALE INFIRMARY AFTER; adm via Wessex Vales NHS Trust", [
+            ("NITHSDALE INFIRMARY", "HOSPITAL"), ("Wessex Vales NHS Trust", "HOSPITAL")]),
+    ], {"DATE", "ZIP", "PHONE", "HOSPITAL", "CITY"}),
+    "round 18 canada": ([
+        ("ADDRESS 4-3120 5TH AVE, PORT ALBERNI, B.C. V9Y 2G3. postal code l9h2v3.", [
+            ("V9Y 2G3", "ZIP"), ("l9h2v3", "ZIP")]),
+        ("GCS 11 (E3V3M5); gcs 14 (e4v4m6)", []),
+        ("to or 12 nov w/ dr h; 2 may be; 5 dec in uop", [("12 nov", "DATE")]),
+        ("BROUGHT HER A POPPY FOR REMEMBRANCE DAY.", [("REMEMBRANCE DAY", "DATE")]),
+    ], {"DATE", "ZIP"}),
     "round 18 round 5 places": ([
         ("son came over from Ozark, Ala. this afternoon; FROM WAYNESBORO, MISS., ETA", [
             ("Ozark", "CITY"), ("Ala.", "STATE"), ("WAYNESBORO", "CITY"), ("MISS.", "STATE")]),
