@@ -165,6 +165,10 @@ EN_CASES = [
     ("5'10 tall", "10", "DATE", "10"),
     ("pt's 94", "94", "DATE", "94"),
     ("the '94 Ford", "94", "VEHICLE", "94"),
+    ("NOW V PACED 80 VVI, MA 10. PA HALLIDAY IN", "MA", "STATE", None),
+    ("lives in Boston, MA 02115", "MA", "STATE", "MA"),
+    ("both at bs until mn. NPO P MN.", "mn", "STATE", None),
+    ("moved to MN last year", "MN", "STATE", "MN"),
 ]
 
 

@@ -892,6 +892,12 @@ TABLES = {
         ("TX FROM NITHSDALE INFIRMARY AFTER; adm via Wessex Vales NHS Trust", [
             ("NITHSDALE INFIRMARY", "HOSPITAL"), ("Wessex Vales NHS Trust", "HOSPITAL")]),
     ], {"DATE", "ZIP", "PHONE", "HOSPITAL", "CITY"}),
+    "round 18 boston": ([
+        ("dispo: Call out to floor, on list for Feldberg 7. Will; plan c/o to Reisman 7 today.", [
+            ("Feldberg 7", "HOSPITAL"), ("Reisman 7", "HOSPITAL")]),
+        ("back to Levo 2.5 mcg; c/o to 7 west", []),
+        ("struck by a backing SUV in the Shaw's parking lot; Dr. Shaw's office", [("Shaw's", "ORGANIZATION")]),
+    ], {"HOSPITAL", "ORGANIZATION"}),
     "round 18 canada": ([
         ("ADDRESS 4-3120 5TH AVE, PORT ALBERNI, B.C. V9Y 2G3. postal code l9h2v3.", [
             ("V9Y 2G3", "ZIP"), ("l9h2v3", "ZIP")]),
