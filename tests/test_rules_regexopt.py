@@ -61,7 +61,37 @@ def test_builtin_rules_compile_to_the_same_regexes() -> None:
 def test_alternations_are_factored() -> None:
     # Patterns compare equal only when their compiled code is the same.
     assert compile_pattern(CASES[0][0]) != re.compile(CASES[0][0])
-    assert compile_pattern("(?i:ab|cd)") == re.compile("(?i:ab|cd)")  # too short to factor
+    # too short to factor (and "x" is a literal prefix: no first-character set either)
+    assert compile_pattern("x(?i:ab|cd)") == re.compile("x(?i:ab|cd)")
+
+
+FIRST_SET_CASES = [
+    # look-arounds, then a class: searched only from the characters of the class
+    (r"(?<![\w.])(?<!\w-)(?:St\.?\s+)?(?!(?i:by|the)\b)[A-Z][a-z]+", ["Seen by The Bay at St. Ann; St Bay"]),
+    (r"(?i:(?<!\w)(?:k|s)[a-z]*)", ["\u212aid \u017fon KID son Sal"]),
+    (r"(?<!\d)(?:\((?=\d))?\d{3}\)?-\d{4}", ["(617)-5555 x617-1234"]),
+    (r"(?=[a-z])(?:[a-z]+\s+){0,2}(?:ab|[\u00e9\u212a]x)", ["foo bar ab, \u00e9x, Kx \u212ax, baz kx"]),
+    (r"(?m:^[ \t]*-*[ \t]*[A-Z][a-z]+)", ["note\n  - Ann\n--Bo \n Cy"]),
+]
+
+
+@pytest.mark.parametrize(("source", "texts"), FIRST_SET_CASES)
+def test_first_character_sets_keep_the_matches(source: str, texts: list[str]) -> None:
+    fast, plain = compile_pattern(source), re.compile(source)
+    for text in texts:
+        for variant in (text, text.upper(), text.lower(), f"\u00e9{text}\u0130"):
+            same(fast, plain, variant)
+            for pos in range(len(variant) + 1):  # searches from inside the text, as rule windows do
+                a, b = fast.search(variant, pos), plain.search(variant, pos)
+                assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups()))
+
+
+def test_first_character_set_is_used() -> None:
+    # re finds no prefix or character set for a pattern that opens with look-arounds
+    # and an optional group; compile_pattern gives it one.
+    source = r"(?<![\w.])(?:St\.?\s+)?[A-Z][a-z]+"
+    assert compile_pattern(source) != re.compile(source)
+    assert compile_pattern(r"(?<!\w)(?:\S|x)?\S") == re.compile(r"(?<!\w)(?:\S|x)?\S")  # too wide a set
 
 
 def test_bad_pattern_raises_as_re_does() -> None:

@@ -224,7 +224,7 @@ def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
         return re.compile(source, flags)  # raises the same error
     try:
         _walk(tree, tree.state.flags)
-        code = _k._code(tree, flags)
+        code = _with_first_set(_k._code(tree, flags), tree, flags | tree.state.flags)
         groupindex = tree.state.groupdict
         indexgroup: list[str | None] = [None] * tree.state.groups
         for name, number in groupindex.items():
@@ -234,6 +234,102 @@ def compile_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
         )
     except Exception:  # re internals of another Python version: the plain compile
         return re.compile(source, flags)
+
+
+_ASCII = tuple(chr(c) for c in range(128))
+_INFO_FLAGS = 2  # code[2]: the INFO block's flags (prefix, literal, charset)
+#: Use a first-character set only when it rules out at least this many ASCII characters.
+MIN_EXCLUDED = 16
+_first_cache: dict[tuple[Any, int], frozenset[str]] = {}
+
+
+def _item_first(op: Any, av: Any, flags: int) -> frozenset[str]:
+    """The ASCII characters one single-character item (a literal or a class) matches,
+    found by matching each ASCII character against the item compiled alone."""
+    key = (repr((op, av)), flags)
+    found = _first_cache.get(key)
+    if found is None:
+        state = _p.State()
+        state.flags = flags
+        sub = _p.SubPattern(state, [(op, av)])
+        matcher = _sre.compile("", flags, _k._code(sub, flags), 0, {}, (None,)).match
+        found = _first_cache[key] = frozenset(c for c in _ASCII if matcher(c))
+    return found
+
+
+def _first(items: Any, flags: int) -> tuple[frozenset[str], bool] | None:
+    """ASCII characters that can be the first character of a match of ``items``, and
+    whether ``items`` can match the empty string; None when that cannot be worked out.
+    Non-ASCII first characters are not tracked: the set is used with every non-ASCII
+    character added."""
+    out: frozenset[str] = frozenset()
+    for op, av in items:
+        if op in _ZERO_WIDTH:  # consumes nothing: the character after it is the first
+            continue
+        if op in _ONE_CHAR:
+            return out | _item_first(op, av, flags), False
+        if op is _c.SUBPATTERN:
+            found = _first(av[3].data, _combine(flags, av[1], av[2]))
+        elif op is _c.BRANCH:
+            chars: frozenset[str] = frozenset()
+            empty = False
+            for alternative in av[1]:
+                sub = _first(alternative.data, flags)
+                if sub is None:
+                    return None
+                chars |= sub[0]
+                empty = empty or sub[1]
+            found = chars, empty
+        elif op in _REPEATS:
+            found = _first(av[2].data, flags)
+            if found is not None and av[0] == 0:
+                found = found[0], True
+        elif op is _ATOMIC:
+            found = _first(av.data, flags)
+        else:  # any character, a group reference, ...
+            return None
+        if found is None:
+            return None
+        out |= found[0]
+        if not found[1]:
+            return out, False
+    return out, True
+
+
+def _with_first_set(code: list[int], tree: Any, flags: int) -> list[int]:
+    """``code`` with a first-character set in its INFO block when ``re`` found no literal
+    prefix or character set of its own (a pattern that starts with a look-around or an
+    optional group): ``search`` then skips, in C, every position whose character cannot
+    start a match, instead of running the pattern there. Every match is non-empty and
+    starts with a character of the set (look-arounds consume nothing), so the matches are
+    the same; non-ASCII characters are always in the set."""
+    if code[0] != _c.INFO or code[_INFO_FLAGS] != 0 or flags & re.LOCALE:
+        return code
+    lo, hi = tree.getwidth()
+    if lo == 0:
+        return code
+    found = _first(tree.data, flags)
+    if found is None or found[1] or 128 - len(found[0]) < MIN_EXCLUDED:
+        return code
+    info = [_c.INFO, 0, _c.SRE_INFO_CHARSET, min(lo, _k.MAXCODE), min(hi, _k.MAXCODE), *_charset_code(found[0])]
+    info[1] = len(info) - 1
+    return info + code[code[1] + 1 :]
+
+
+_charset_codes: dict[frozenset[str], list[int]] = {}
+
+
+def _charset_code(chars: frozenset[str]) -> list[int]:
+    """Code of a character set: ``chars`` (ASCII) and every non-ASCII character."""
+    code = _charset_codes.get(chars)
+    if code is None:
+        items: list[Any] = [(_c.LITERAL, ord(c)) for c in sorted(chars)]
+        items.append((_c.RANGE, (128, 255)))  # a 256-bit map, then one range for the rest
+        charset, _ = _k._optimize_charset(items)
+        charset.append((_c.RANGE, (256, 0x10FFFF)))
+        code = _charset_codes[chars] = []
+        _k._compile_charset(charset, 0, code)
+    return code
 
 
 def _prefixes(items: Any, limit: int) -> tuple[set[str], bool]:

@@ -511,11 +511,34 @@ class RuleSet:
                 if not hits:
                     continue
                 windows = _windows(text, hits, before, after)
+            regions = ((0, len(text)),) if windows is None else windows
             for rule in rules:
                 if standalone_only and not rule.standalone:
                     continue
-                spans = rule.find(text, windows)
-                self._keep_best(best, spans)
+                # Rule.find and _keep_best, inlined: this loop runs some 100 times per note.
+                check = rule.check
+                group = rule.group
+                search = rule.pattern.search
+                label = rule.label
+                score = rule.score
+                source = None
+                for lo, hi in regions:
+                    pos = lo
+                    while pos <= hi and (match := search(text, pos, hi)) is not None:
+                        start, end = match.span(group)
+                        if start < 0 or start >= end:
+                            pos = max(match.end(), match.start() + 1)
+                            continue
+                        if check is not None and not check(text[start:end], match):
+                            pos = match.start() + 1  # see Rule.find
+                            continue
+                        key = (start, end, label)
+                        kept = best.get(key)
+                        if kept is None or score > kept.score:
+                            if source is None:
+                                source = rule.source
+                            best[key] = Span(start, end, label, source, score)
+                        pos = max(match.end(), match.start() + 1)
         return sort_spans(best.values())
 
     @staticmethod
