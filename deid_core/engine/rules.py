@@ -184,11 +184,18 @@ class Rule:
         ``windows`` restricts the search to ``(start, end)`` regions; lookbehinds
         and ``\\b`` still see the characters before a window.
         """
+        regions = ((0, len(text)),) if windows is None else windows
+        label, source, score = self.label, self.source, self.score
+        for start, end in self.matches(text, regions):
+            yield Span(start, end, label, source, score)
+
+    def matches(self, text: str, regions: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The validated ``(start, end)`` of each match in ``regions``: the one search loop that
+        ``find`` and ``RuleSet.find`` share (a list, not a generator: it runs some 100 times a note)."""
         check = self.check
         group = self.group
-        source = self.source
-        regions = ((0, len(text)),) if windows is None else windows
         search = self.pattern.search
+        out: list[tuple[int, int]] = []
         for lo, hi in regions:
             pos = lo
             while pos <= hi and (match := search(text, pos, hi)) is not None:
@@ -201,8 +208,9 @@ class Rule:
                     # Radius Healthcare"): search again from the next character.
                     pos = match.start() + 1
                     continue
-                yield Span(start, end, self.label, source, self.score)
+                out.append((start, end))
                 pos = max(match.end(), match.start() + 1)
+        return out
 
 
 _WORD_EDGE = "\\b"
@@ -515,39 +523,17 @@ class RuleSet:
             for rule in rules:
                 if standalone_only and not rule.standalone:
                     continue
-                # Rule.find and _keep_best, inlined: this loop runs some 100 times per note.
-                check = rule.check
-                group = rule.group
-                search = rule.pattern.search
                 label = rule.label
                 score = rule.score
                 source = None
-                for lo, hi in regions:
-                    pos = lo
-                    while pos <= hi and (match := search(text, pos, hi)) is not None:
-                        start, end = match.span(group)
-                        if start < 0 or start >= end:
-                            pos = max(match.end(), match.start() + 1)
-                            continue
-                        if check is not None and not check(text[start:end], match):
-                            pos = match.start() + 1  # see Rule.find
-                            continue
-                        key = (start, end, label)
-                        kept = best.get(key)
-                        if kept is None or score > kept.score:
-                            if source is None:
-                                source = rule.source
-                            best[key] = Span(start, end, label, source, score)
-                        pos = max(match.end(), match.start() + 1)
+                for start, end in rule.matches(text, regions):
+                    key = (start, end, label)
+                    kept = best.get(key)
+                    if kept is None or score > kept.score:
+                        if source is None:
+                            source = rule.source
+                        best[key] = Span(start, end, label, source, score)
         return sort_spans(best.values())
-
-    @staticmethod
-    def _keep_best(best: dict[tuple[int, int, str], Span], spans: Iterable[Span]) -> None:
-        for span in spans:
-            key = (span.start, span.end, span.label)
-            kept = best.get(key)
-            if kept is None or span.score > kept.score:
-                best[key] = span
 
     @classmethod
     def from_dict(cls, raw: Any, *, origin: str | None = None) -> RuleSet:
