@@ -303,11 +303,6 @@ def apply_filters(
     """
     n = len(text)
     out: list[Span] = []
-    # Per label, the enabled filters that apply to it, with their run functions: a filter
-    # that does not apply returns the span itself (``PostFilter.apply``), so skipping it
-    # changes nothing. A filter can change a span's label, so the list is looked up again
-    # for the label of the span it is given.
-    by_label: dict[str, list[tuple[int, PostFilter, Any]]] = {}
     for span in spans:
         if memo is not None and trace is None and span in memo:
             kept = memo[span]
@@ -316,28 +311,13 @@ def apply_filters(
             continue
         span.check_fits(n)
         current: Span | None = span
-        index = 0
-        while current is not None:
-            label = current.label
-            applicable = by_label.get(label)
-            if applicable is None:
-                applicable = by_label[label] = [
-                    (k, flt, FILTER_KINDS[flt.kind][1])
-                    for k, flt in enumerate(filters)
-                    if flt.enabled and flt.applies_to(label)
-                ]
-            for k, flt, run in applicable:
-                if k < index:
-                    continue
-                after = run(flt.prepared, text, current)
-                if after is not current and trace is not None:
-                    trace.append((flt.name, current, after))
-                index = k + 1
-                if after is None or after.label != label:
-                    current = after
-                    break
-                current = after
-            else:
+        for flt in filters:
+            assert current is not None
+            after = flt.apply(text, current)
+            if after is not current and trace is not None:
+                trace.append((flt.name, current, after))
+            current = after
+            if current is None:
                 break
         if memo is not None:
             memo[span] = current
