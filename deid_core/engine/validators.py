@@ -630,6 +630,7 @@ def employer_not_place(text: str, match: re.Match[str] | None = None) -> bool:
     return not load_lexicon("en").is_place(text.strip()) and employer_name(text, match)
 
 
+# Words that name a kind of practice, not which one ("Cardiology Associates").
 _PRACTICE_WORDS = frozenset({"associates", "partners", "group", "practice", "physicians", "doctors"})
 
 
