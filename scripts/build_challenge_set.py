@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from deid_core.corpus import read_jsonl  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
-SETS = {"1": "english_challenge"} | {str(n): f"english_challenge_{n}" for n in range(2, 61)}
+SETS = {"1": "english_challenge"} | {str(n): f"english_challenge_{n}" for n in range(2, 81)}
 CODES = {
     "D": ("DOCTOR", "clinician_name"),
     "R": ("PATIENT", "relative_name"),
