@@ -265,7 +265,8 @@ def _prepare_widen(params: Mapping[str, Any]) -> tuple[re.Pattern[str], re.Patte
 
 def _run_widen(prepared: tuple[re.Pattern[str], re.Pattern[str], int], text: str, span: Span) -> Span | None:
     """Take ``before`` into the span when it sits right before a span that fully matches ``span``
-    ("'" of "CABG '98": the generator and the CRF mark the digits, people mark the year)."""
+    ("'" of "CABG '98": the generator and the CRF mark the digits; with its apostrophe the span is a
+    year that date shifting can shift)."""
     span_re, before_re, window = prepared
     if span_re.fullmatch(text, span.start, span.end) is None:
         return span
