@@ -29,7 +29,13 @@ sys.path.insert(0, str(ROOT))
 from deid_core.corpus import read_jsonl  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
-SETS = {"1": "english_challenge"} | {str(n): f"english_challenge_{n}" for n in range(2, 81)}
+
+
+def set_stem(n: int) -> str:
+    """Set 1 is english_challenge.txt; set N is english_challenge_N.txt (as the bench reads them)."""
+    return "english_challenge" if n == 1 else f"english_challenge_{n}"
+
+
 CODES = {
     "D": ("DOCTOR", "clinician_name"),
     "R": ("PATIENT", "relative_name"),
@@ -96,9 +102,11 @@ def parse(source: str) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--set", choices=sorted(SETS, key=int), default="1", help="which challenge set to build (default 1)")
-    stem = SETS[ap.parse_args().set]
+    ap.add_argument("--set", type=int, default=1, help="which challenge set to build (default 1)")
+    stem = set_stem(ap.parse_args().set)
     source, target = FIXTURES / f"{stem}.txt", FIXTURES / f"{stem}.jsonl"
+    if not source.is_file():
+        raise SystemExit(f"{source.relative_to(ROOT)}: no such challenge set")
     notes = parse(source.read_text(encoding="utf-8"))
     with target.open("w", encoding="utf-8") as fh:
         for note in notes:

@@ -488,6 +488,7 @@ class RuleSet:
         best: dict[tuple[int, int, str], Span] = {}
         lowered: str | None = None
         lowered_done = False  # lowered is text.lower(), or None when that changed the length
+        prefix_scan = False  # the prefixed anchors' one pass applies (lowered kept offsets, no ODD_CASE)
         hits_by_anchor: dict[Any, list[tuple[int, int]]] = {}
         prefixed = self._prefixed.anchors if self._prefixed is not None else ()
         for (anchor, (before, after)), rules in self._plan:
@@ -501,16 +502,12 @@ class RuleSet:
                         if len(lowered) != len(text):
                             lowered = None
                         lowered_done = True
+                        prefix_scan = lowered is not None and not any(ch in text for ch in ODD_CASE)
                     if literal and lowered is not None and self._literal is not None:
                         # All literal anchors at once (see _LiteralAnchors).
                         hits_by_anchor.update(zip(self._literal.anchors, self._literal.hits(lowered)))
                         hits = hits_by_anchor[anchor]
-                    elif (
-                        not literal
-                        and anchor in prefixed
-                        and lowered is not None
-                        and not any(ch in text for ch in ODD_CASE)
-                    ):
+                    elif prefix_scan and not literal and anchor in prefixed:
                         # All prefixed regex anchors at once (see _PrefixAnchors).
                         hits_by_anchor.update(zip(prefixed, self._prefixed.hits(text, lowered)))  # type: ignore[union-attr]
                         hits = hits_by_anchor[anchor]

@@ -98,12 +98,16 @@ def _alts(names: dict[str, int]) -> str:
     return "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
 
 
+#: What may stand for the century of a two-digit year ("'94", "’94").
+_APOSTROPHES = "'’"
+
+
 def _patterns(lang: str) -> list[tuple[str, re.Pattern[str]]]:
     months, weekdays = _names(lang)
     wd = rf"(?:(?P<wd>{_alts(weekdays)})\.?,?\s+)?"
     mn = rf"(?P<mn>{_alts(months)})\.?"
     d = r"(?P<d>\d{1,2})(?P<ord>st|nd|rd|th|º|°|ª)?"
-    y = r"(?P<y>\d{4}|['’]\d{2})"
+    y = rf"(?P<y>\d{{4}}|[{_APOSTROPHES}]\d{{2}})"
     de = r"\s+del?\s+(?:año\s+)?" if lang == "es" else r"\s+"
     year_word = r"(?:año\s+)?" if lang == "es" else r"(?:(?:the\s+)?year\s+)?"
     month_word = r"(?:mes\s+de\s+)?" if lang == "es" else r"(?:(?:the\s+)?month\s+of\s+)?"
@@ -115,7 +119,7 @@ def _patterns(lang: str) -> list[tuple[str, re.Pattern[str]]]:
         ("my", rf"{mn}(?:,\s*|{de}|\s+|-){y}"),
         ("m_y", r"(?P<m>\d{1,2})(?P<s>[-/.])(?P<y>\d{4})"),
         ("num2", r"(?P<a>\d{1,2})(?P<s>[-/])(?P<b>\d{1,2})"),
-        ("year", rf"{year_word}(?P<y>\d{{4}}|['’]\d{{2}})"),  # "'94" in a history list
+        ("year", rf"{year_word}(?P<y>\d{{4}}|[{_APOSTROPHES}]\d{{2}})"),  # "'94" in a history list
         ("month", rf"{month_word}{mn}"),
         ("weekday", rf"(?P<wd>{_alts(weekdays)})\.?"),
     ]
@@ -140,7 +144,7 @@ class _Fields:
 
 
 def _year(raw: str) -> int:
-    digits = raw.lstrip("'’")
+    digits = raw.lstrip(_APOSTROPHES)
     value = int(digits)
     if len(digits) == 2:
         value += 1900 if value >= 69 else 2000
@@ -280,7 +284,7 @@ def shift_date(text: str, days: int, lang: str = "en") -> str | None:
         start, end = m.span(group)
         if group == "y":
             assert new is not None
-            digits = value.lstrip("'’")
+            digits = value.lstrip(_APOSTROPHES)
             rendered = f"{new.year % 100:02d}" if len(digits) == 2 else f"{new.year:04d}"
             if digits != value:
                 rendered = value[0] + rendered
