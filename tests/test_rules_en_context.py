@@ -824,7 +824,7 @@ ROUND18 = [
     ("took a cab home; the Court; Probate Court; KESTREL FREIGHT WAREHOUSE", []),
     ("Wife asking if pt can take The RIDE to cardiac rehab; a ride home", [("The RIDE", "ORGANIZATION")]),
     ("social: aps worker chinasa ezenwa from old colony; house mgr femi says; case worker aware", [
-        ("chinasa", "DOCTOR"), ("femi", "DOCTOR")]),
+        ("chinasa ezenwa", "DOCTOR"), ("femi", "DOCTOR")]),
     # fifth round (sets 51-53)
     ("Pt works at the Altamaha Poultry plant; retired from Bayou Industrial Services", [
         ("Altamaha Poultry", "ORGANIZATION"), ("Bayou Industrial Services", "ORGANIZATION")]),
@@ -876,6 +876,53 @@ ROUND18_DATES = [
 ]
 
 TABLES = {
+    "round 19 staff": ([
+        ("res Oduro to bedside. NSurg res Pradhan checked EVD.\nRES SUNDARAM AWARE OF HCT.", [
+            ("Oduro", "DOCTOR"), ("Pradhan", "DOCTOR"), ("SUNDARAM", "DOCTOR")]),
+        ("updated by res at 0100. res 30cc, RES 200CC; resp: res and wheezes", []),
+        ("PAGED H.O. GORSKI PGR 3-0076", [("GORSKI", "DOCTOR")]),
+        ("referral sent, cm filippa alves sent it at 1400", [("filippa alves", "DOCTOR")]),
+        ("SW PHILIPPA ORENSTEIN PAGED; SW RUQAYYA BPR 4471\nnp thandiwe aware of k", [
+            ("PHILIPPA ORENSTEIN", "DOCTOR"), ("RUQAYYA", "DOCTOR"), ("thandiwe", "DOCTOR")]),
+        ("accepted per their liaison aoibhinn. spoke w/ nh unit mgr clem at 0300", [
+            ("aoibhinn", "DOCTOR"), ("clem", "DOCTOR")]),
+        ("SPOKE W/ THEIR NURSING SUP MARTHE 401-555-0136", [("MARTHE", "DOCTOR")]),
+        ("advocate joaquin saw pt; case manager aware", [("joaquin", "DOCTOR")]),
+    ], NAMES),
+    "round 19 places": ([
+        ("PT TO BIGELOW 9 BED 4; pt to Farr 8 when bed ready", [("BIGELOW 9", "HOSPITAL"), ("Farr 8", "HOSPITAL")]),
+        ("on levo 6, weaned to room 6, pod 3, to stage 2", []),
+        ("transferred from holyoke medical 7/9; general medical floor; reading medical records", [
+            ("holyoke medical", "HOSPITAL")]),
+        ("TAKEN TO HOLY FAMILY IN METHUEN", [("HOLY FAMILY", "HOSPITAL")]),
+        ("REFERRALS TO HEALTHSOUTH WOBURN; mentioned HealthSouth today; VIBRA SCREENED PT", [
+            ("HEALTHSOUTH WOBURN", "HOSPITAL"), ("HealthSouth", "HOSPITAL"), ("VIBRA", "HOSPITAL")]),
+        ("union rep from teamsters local 25; 40 YRS W/ IRONWORKERS LOCAL 7; local 2 hrs", [
+            ("teamsters local 25", "ORGANIZATION"), ("IRONWORKERS LOCAL 7", "ORGANIZATION")]),
+    ], {"HOSPITAL", "ORGANIZATION"}),
+    "round 19 employers": ([
+        ("pt works at valvoline instant oil change in town, manager called.", [
+            ("valvoline instant oil change", "ORGANIZATION")]),
+        ("he works at raytheon in andover; formerly worked for des moines logistics never smoker", [
+            ("raytheon", "ORGANIZATION"), ("des moines logistics", "ORGANIZATION")]),
+        ("works at the post office. works at night, works at a bank; he works for the city", []),
+    ], {"ORGANIZATION"}),
+    "round 19 second": ([
+        ("PAGED PA DELORME P#2291, LOPRESSOR", [("DELORME", "DOCTOR"), ("2291", "PHONE")]),
+        ("PLAN: NPO\nRN: C. ANYANWU / PGR 5-0934", [("C. ANYANWU", "DOCTOR"), ("5-0934", "PHONE")]),
+        ("correct # 508-555-0191.\nR.N. Hollis-Baptiste  pgr 48812", [
+            ("508-555-0191", "PHONE"), ("Hollis-Baptiste", "DOCTOR"), ("48812", "PHONE")]),
+        ("x\nRN: pt stable\nRN aware\nrn: will f/u", []),
+        ("per lincoln pd etoh on board; chelsea fd notified; pt has pd; reading pd", [
+            ("lincoln", "CITY"), ("chelsea", "CITY")]),
+        ("referral to vna of western mass, cm; home w/ vna of choice; vna of the south shore coming tues", [
+            ("vna of western mass", "ORGANIZATION"), ("vna of the south shore", "ORGANIZATION")]),
+        ("DISPO: HOME W/ VNA OF GREATER LOWELL TO START TUES", [("VNA OF GREATER LOWELL", "HOSPITAL")]),
+        ("neighborhood health plan not in network; HARVARD PILGRIM; bmc healthnet", [
+            ("neighborhood health plan", "ORGANIZATION"), ("HARVARD PILGRIM", "ORGANIZATION"),
+            ("bmc healthnet", "ORGANIZATION")]),
+    ], NAMES | {"PHONE", "HOSPITAL", "ORGANIZATION", "CITY"}),
+    "round 19 dates": ([("hx pvd s/p fem-pop 10/00, DVT 4/00; BP 112/00", [("10/00", "DATE"), ("4/00", "DATE")])], {"DATE"}),
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),
     "round 18 places": (ROUND18_PLACES, {"STREET", "CITY"}),

@@ -555,6 +555,20 @@ def employer_name(text: str, match: re.Match[str] | None = None) -> bool:
 
 
 
+@register("employer_name_lower")
+def employer_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
+    """``employer_name`` in a lower-case line, where case cannot say that a name follows "works at";
+    one word alone must be a name or in no list ("works for the city" is no employer)."""
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    if match is None or not _lower_line(match.string, match.start(), match.end()):
+        return False
+    words = _NAME_WORD.findall(text)
+    if len(words) == 1 and (len(words[0]) < 3 or load_lexicon("en").classify(words[0]) not in (NAME, UNKNOWN)):
+        return False
+    return employer_name(text, match)
+
+
 @register("county_name")
 def county_name(text: str, match: re.Match[str] | None = None) -> bool:
     """The words before "County" or "Parish" ("scott county", "Bradley County"), judged as a
@@ -692,6 +706,48 @@ def care_facility_not_town(text: str, match: re.Match[str] | None = None) -> boo
     from deid_core.engine.lexicons import load_lexicon
 
     return care_facility(text, match) and not load_lexicon("en").is_place(text.strip())
+
+
+@register("place_then_cue")
+def place_then_cue(text: str, match: re.Match[str] | None = None) -> bool:
+    """A town before a hospital word ("holyoke medical", "FRANKLIN REGIONAL"): the ``place`` group is a
+    lexicon place, and a one-word place is no English or stop word ("general medical", "reading medical")."""
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    if match is None or match.groupdict().get("place") is None:
+        return False
+    lexicon = load_lexicon("en")
+    place = match.group("place")
+    if not lexicon.is_place(place):
+        return False
+    words = _NAME_WORD.findall(place)
+    return len(words) > 1 or lexicon.classify(words[0]) in (NAME, UNKNOWN)
+
+
+@register("ward_name")
+def ward_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A ward named after a donor ("Bigelow 9"): the word is a surname among the 20,000 most
+    frequent that is no English, clinical or stop word ("levo 6", "room 6" and "pod 3" are not)."""
+    from deid_core.engine.lexicons import NAME, load_lexicon
+
+    words = _NAME_WORD.findall(text)
+    if len(words) != 1:
+        return False
+    lexicon = load_lexicon("en")
+    rank = lexicon.last.get(words[0].lower())
+    return rank is not None and rank < 20_000 and lexicon.classify(words[0]) == NAME
+
+
+@register("place_group")
+def place_group(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name whose ``place`` group is a lexicon place ("HEALTHSOUTH WOBURN"; not "HealthSouth today")."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    if match is None or match.groupdict().get("place") is None:
+        return False
+    lexicon = load_lexicon("en")
+    place = match.group("place")
+    return lexicon.is_place(place) and lexicon.classify(place) != STOP
 
 
 @register("place_name")
