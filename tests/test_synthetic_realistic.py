@@ -215,3 +215,14 @@ def test_cli_realistic_dev_notes(tmp_path):
     assert {d.meta["family"] for d in docs} == {"dev"}
     assert main(["synth", "--n", "2", "--lang", "es", "--styles", "0.5", "--out", str(tmp_path / "x.jsonl")]) == 1
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_refill_names_its_pharmacy_as_phi():
+    """Session 19: "Refill sent to CVS on ..." left the chain unmarked, so the rule that tags it
+    (and the hand-written sets, which mark it) disagreed with every generated note that held it."""
+    docs = generate_notes(700, seed=12, families="train", **REALISTIC)
+    hits = _spans_where(docs, "ORGANIZATION", r"CVS|Walgreens|Rite Aid", r"\brefill sent to ")
+    assert hits
+    for d in docs:
+        for m in re.finditer(r"(?i)refill sent to (\w[\w ]*?) on ", d.text):
+            assert any(s.start == m.start(1) and s.end == m.end(1) for s in d.spans), d.text[m.start() : m.end()]
