@@ -455,7 +455,7 @@ ROUND14 = [
 # after "lives in" and numbered roads.
 ROUND15 = [
     ("Baby boy Okonkwo, DOL 12, CGA 33 1/7 wks", [("Okonkwo", "PATIENT")]),
-    ('baby girl delacroix ("lulu"), twin B, 29 wk', [("delacroix", "PATIENT")]),
+    ('baby girl delacroix ("lulu"), twin B, 29 wk', [("delacroix", "PATIENT"), ("lulu", "PATIENT")]),
     ("baby boy born at 0300, baby girl is feeding well", []),
     ("Sibling Aaliyah (6yo) at grandma's", [("Aaliyah", "PATIENT")]),
     ("pt's ex-husband walt called, is NOT hcp", [("walt", "PATIENT")]),
@@ -933,6 +933,24 @@ TABLES = {
             ("Dawn Hayes", "DOCTOR"), ("Brian Jones", "DOCTOR")]),
         ("EXAM: MR L SPINE W/O CONTRAST\nexamination: mr l spine w/o contrast", []),
     ], NAMES),
+    "round 19 quoted": ([
+        ('friend from church "Hildy" left msg; calling out for "Horatio"', [("Hildy", "PATIENT"), ("Horatio", "PATIENT")]),
+        ('"DRE" AND "LIL MIKE" ASKING FOR UPDATES', [("DRE", "PATIENT"), ("LIL MIKE", "PATIENT")]),
+        ('pt states she feels "fine"; "help me"; asking for "cookie"; "Big Al" visited', []),
+    ], NAMES),
+    "round 19 fourth": ([
+        ("dtr here.\n-annalise brogan, rn  #3-6620", [("annalise brogan", "DOCTOR"), ("3-6620", "PHONE")]),
+        ("dr satterwhite (ccu attending), pall care np, sw, this rn", [("satterwhite", "DOCTOR")]),
+        ("cm efua donahoe bp 11872 sent referrals; bp 110/60", [("efua donahoe", "DOCTOR"), ("11872", "PHONE")]),
+        ("PAGED DR FAIRCHILD-OSEI AT 4-8812, GIVEN MAG; paged at 0200 re bp", [
+            ("FAIRCHILD-OSEI", "DOCTOR"), ("4-8812", "PHONE")]),
+        ("— s. loomis rn ( 3-5507 )", [("s. loomis", "DOCTOR"), ("3-5507", "PHONE")]),
+        ("plan c/o to rosenberg 5 tele when bed\nTRANSFERRED TO SICU FROM STONEMAN 5 6/29/00", [
+            ("rosenberg 5", "HOSPITAL"), ("STONEMAN 5", "HOSPITAL"), ("6/29/00", "DATE")]),
+        ("SHE IS AT BS. WORKS IN A WAREHOUSE FOR DHL IN WILMINGTON", [("DHL", "ORGANIZATION"), ("WILMINGTON", "CITY")]),
+        ("Retired, worked 30 yrs on the docks for Cape Pond Ice. Wife", [("Cape Pond Ice", "ORGANIZATION")]),
+        ("lasix worked well for diuresis.\nWORKED UP FOR SEPSIS.\ndilaudid works better for Pain", []),
+    ], NAMES | {"PHONE", "HOSPITAL", "ORGANIZATION", "CITY", "DATE"}),
     "round 19 dates": ([("hx pvd s/p fem-pop 10/00, DVT 4/00; BP 112/00", [("10/00", "DATE"), ("4/00", "DATE")])], {"DATE"}),
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),

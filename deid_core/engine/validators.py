@@ -331,7 +331,7 @@ _INITIALS_NAME = re.compile(r"(?i)^[a-z]j$")
 
 def _name_words(
     text: str, match: re.Match[str] | None, *, strong: bool, unknown_without_case: bool = False,
-    common_capitalised: bool = False,
+    common_capitalised: bool = False, multi_strong: bool = False,
 ) -> bool:
     from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, UNKNOWN, load_lexicon
 
@@ -362,7 +362,7 @@ def _name_words(
         # "mom kayla breastfeeding": a lower-case "-ing" word in no list is a verb, not a surname
         if kind == UNKNOWN and caseless and len(word) >= 3 and not (multi and word.lower().endswith("ing")):
             continue
-        if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and not multi)):
+        if kind in (AMBIGUOUS, UNKNOWN) and not (capitalised or (strong and (multi_strong or not multi))):
             return False
         if kind == COMMON and not (capitalised and (strong or (common_capitalised and not multi))):
             return False
@@ -473,6 +473,29 @@ def person_signature(text: str, match: re.Match[str] | None = None) -> bool:
     before = _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
     after = _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
     return _name_words(text, match, strong=before and after)
+
+
+@register("person_signature_strong")
+def person_signature_strong(text: str, match: re.Match[str] | None = None) -> bool:
+    """Two or three name words before a credential: ``person_strong``, and in a signature (as
+    ``person_signature`` says) an ambiguous word or one in no list counts in every position of
+    the name, in any case ("-annalise brogan, rn  #3-6620"; session 19)."""
+    if match is None:
+        return person_strong(text, match)
+    full, start, end = match.string, match.start(), match.end()
+    line_start = full.rfind("\n", 0, start) + 1
+    signature = (
+        _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
+        and _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
+    )
+    if signature:
+        from deid_core.engine.lexicons import load_lexicon
+
+        department = load_lexicon("en").department
+        if any(w.lower() in department for w in _NAME_WORD.findall(text)):
+            return False  # "pall care np", "wound care rn": a service, not a name
+        return _name_words(text, match, strong=True, unknown_without_case=True, multi_strong=True)
+    return person_strong(text, match)
 
 
 _ORG_GLUE = frozenset({"of", "the", "and", "&", "for", "at"})
@@ -609,6 +632,18 @@ def city_before_country(text: str, match: re.Match[str] | None = None) -> bool:
     return load_lexicon("en").is_place(text.strip()) or _name_words(
         text, match, strong=False, unknown_without_case=True
     )
+
+
+@register("quoted_name")
+def quoted_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """One or two words in double quotes, each a lexicon name or a word in no list ("Hildy",
+    "Horatio", "DRE"): in the hand-written sets a single quoted word of these readings was a name
+    55 times in 59 (speech and common words, "fine", "cookie", are left out)."""
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = _NAME_WORD.findall(text)
+    return bool(words) and all(len(w) >= 2 and lexicon.classify(w) in (NAME, UNKNOWN) for w in words)
 
 
 @register("place_not_country")
