@@ -951,6 +951,12 @@ TABLES = {
         ("Retired, worked 30 yrs on the docks for Cape Pond Ice. Wife", [("Cape Pond Ice", "ORGANIZATION")]),
         ("lasix worked well for diuresis.\nWORKED UP FOR SEPSIS.\ndilaudid works better for Pain", []),
     ], NAMES | {"PHONE", "HOSPITAL", "ORGANIZATION", "CITY", "DATE"}),
+    "round 19 fifth": ([
+        ("married lives w/ wife zelda in thompson ct, retired machinist", [
+            ("zelda", "PATIENT"), ("thompson", "CITY"), ("ct", "STATE")]),
+        ("plan head ct. back to nh. abd ct w/ contrast\ns/p chest ct and head ct", []),
+        ("Will f/u.\nA. Lindqvist, PT, DPT", [("A. Lindqvist", "DOCTOR")]),
+    ], NAMES | {"CITY", "STATE"}),
     "round 19 dates": ([("hx pvd s/p fem-pop 10/00, DVT 4/00; BP 112/00", [("10/00", "DATE"), ("4/00", "DATE")])], {"DATE"}),
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),

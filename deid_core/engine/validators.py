@@ -492,7 +492,7 @@ def person_signature_strong(text: str, match: re.Match[str] | None = None) -> bo
         from deid_core.engine.lexicons import load_lexicon
 
         department = load_lexicon("en").department
-        if any(w.lower() in department for w in _NAME_WORD.findall(text)):
+        if any(len(w) > 1 and w.lower() in department for w in _NAME_WORD.findall(text)):
             return False  # "pall care np", "wound care rn": a service, not a name
         return _name_words(text, match, strong=True, unknown_without_case=True, multi_strong=True)
     return person_strong(text, match)
@@ -789,6 +789,26 @@ def place_then_cue(text: str, match: re.Match[str] | None = None) -> bool:
         return False
     words = _NAME_WORD.findall(place)
     return len(words) > 1 or lexicon.classify(words[0]) in (NAME, UNKNOWN)
+
+
+@register("state_after_lower_place")
+def state_after_lower_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """A state code after a town with no comma ("thompson ct"): the line is in lower case and the
+    ``place`` group, or its last word, is a lexicon place that is no English or stop word ("head ct",
+    "to nh" are not)."""
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
+    if match is None or not _lower_line(match.string, match.start(), match.end()):
+        return False
+    lexicon = load_lexicon("en")
+    place = match.group("place")
+    words = place.split()
+    for candidate in (place, words[-1]) if len(words) > 1 else (place,):
+        if lexicon.is_place(candidate) and (
+            " " in candidate or lexicon.classify(candidate) in (NAME, UNKNOWN)
+        ):
+            return True
+    return False
 
 
 @register("ward_name")
