@@ -468,27 +468,28 @@ def person_signature(text: str, match: re.Match[str] | None = None) -> bool:
     """
     if match is None:
         return person_strong(text, match)
+    return _name_words(text, match, strong=_in_signature(match))
+
+
+def _in_signature(match: re.Match[str]) -> bool:
+    """Does the match sit where a signature's name does: at a line start or after punctuation or a
+    cue word, with its credential ending the line or coming before a date, a number or a pager?"""
     full, start, end = match.string, match.start(), match.end()
     line_start = full.rfind("\n", 0, start) + 1
-    before = _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
-    after = _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
-    return _name_words(text, match, strong=before and after)
+    return (
+        _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
+        and _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
+    )
 
 
 @register("person_signature_strong")
 def person_signature_strong(text: str, match: re.Match[str] | None = None) -> bool:
-    """Two or three name words before a credential: ``person_strong``, and in a signature (as
+    """Two name words before a credential: ``person_strong``, and in a signature (as
     ``person_signature`` says) an ambiguous word or one in no list counts in every position of
     the name, in any case ("-annalise brogan, rn  #3-6620"; session 19)."""
     if match is None:
         return person_strong(text, match)
-    full, start, end = match.string, match.start(), match.end()
-    line_start = full.rfind("\n", 0, start) + 1
-    signature = (
-        _SIGNATURE_BEFORE.search(full[line_start:start]) is not None
-        and _SIGNATURE_AFTER.match(full, end, min(len(full), end + 40)) is not None
-    )
-    if signature:
+    if _in_signature(match):
         from deid_core.engine.lexicons import load_lexicon
 
         department = load_lexicon("en").department
@@ -779,15 +780,20 @@ def care_facility_not_town(text: str, match: re.Match[str] | None = None) -> boo
 def place_then_cue(text: str, match: re.Match[str] | None = None) -> bool:
     """A town before a hospital word ("holyoke medical", "FRANKLIN REGIONAL"): the ``place`` group is a
     lexicon place, and a one-word place is no English or stop word ("general medical", "reading medical")."""
-    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
-
     if match is None or match.groupdict().get("place") is None:
         return False
+    return _named_place(match.group("place"))
+
+
+def _named_place(phrase: str) -> bool:
+    """A lexicon place of two words or more, or of one word that is a name or in no other list
+    ("holyoke", "thompson"; not "reading", "general", "head")."""
+    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
+
     lexicon = load_lexicon("en")
-    place = match.group("place")
-    if not lexicon.is_place(place):
+    if not lexicon.is_place(phrase):
         return False
-    words = _NAME_WORD.findall(place)
+    words = _NAME_WORD.findall(phrase)
     return len(words) > 1 or lexicon.classify(words[0]) in (NAME, UNKNOWN)
 
 
@@ -796,19 +802,11 @@ def state_after_lower_place(text: str, match: re.Match[str] | None = None) -> bo
     """A state code after a town with no comma ("thompson ct"): the line is in lower case and the
     ``place`` group, or its last word, is a lexicon place that is no English or stop word ("head ct",
     "to nh" are not)."""
-    from deid_core.engine.lexicons import NAME, UNKNOWN, load_lexicon
-
     if match is None or not _lower_line(match.string, match.start(), match.end()):
         return False
-    lexicon = load_lexicon("en")
     place = match.group("place")
     words = place.split()
-    for candidate in (place, words[-1]) if len(words) > 1 else (place,):
-        if lexicon.is_place(candidate) and (
-            " " in candidate or lexicon.classify(candidate) in (NAME, UNKNOWN)
-        ):
-            return True
-    return False
+    return _named_place(place) or (len(words) > 1 and _named_place(words[-1]))
 
 
 @register("ward_name")
