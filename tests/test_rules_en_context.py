@@ -957,6 +957,12 @@ TABLES = {
         ("plan head ct. back to nh. abd ct w/ contrast\ns/p chest ct and head ct", []),
         ("Will f/u.\nA. Lindqvist, PT, DPT", [("A. Lindqvist", "DOCTOR")]),
     ], NAMES | {"CITY", "STATE"}),
+    "round 19 sixth": ([
+        ("FR LEAHEY FROM PASTORAL CARE IN\nchaplain fr hession | wife", [("LEAHEY", "PATIENT"), ("hession", "PATIENT")]),
+        ("transferred fr home; call fr dtr; FR 40; pt fr rehab, fr boston", []),
+        ("Their pastor, Fr. Thibodeaux", [("Thibodeaux", "PATIENT")]),
+        ("sent to HFH ED 12/27 w/ fever; from OSH ED. to the Peds ED", [("HFH", "HOSPITAL"), ("12/27", "DATE")]),
+    ], NAMES | {"HOSPITAL", "DATE"}),
     "round 19 dates": ([("hx pvd s/p fem-pop 10/00, DVT 4/00; BP 112/00", [("10/00", "DATE"), ("4/00", "DATE")])], {"DATE"}),
     "round 18": (ROUND18, NAMES | {"HOSPITAL", "ORGANIZATION"}),
     "round 18 dates": (ROUND18_DATES, {"DATE"}),

@@ -380,6 +380,15 @@ def person_strong(text: str, match: re.Match[str] | None = None) -> bool:
     return _name_words(text, match, strong=True)
 
 
+@register("person_strong_not_place")
+def person_strong_not_place(text: str, match: re.Match[str] | None = None) -> bool:
+    """``person_strong``, but no lexicon place: after a cue that is also a preposition ("fr" is
+    "Father" and "from"), a town is the likelier reading ("fr boston")."""
+    from deid_core.engine.lexicons import load_lexicon
+
+    return not load_lexicon("en").is_place(text.strip()) and person_strong(text, match)
+
+
 @register("person_weak")
 def person_weak(text: str, match: re.Match[str] | None = None) -> bool:
     """Name words after a contact verb or a kinship word ("spoke with Hope", "wife mary").
@@ -591,6 +600,18 @@ def employer_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
     if len(words) == 1 and (len(words[0]) < 3 or load_lexicon("en").classify(words[0]) not in (NAME, UNKNOWN)):
         return False
     return employer_name(text, match)
+
+
+@register("facility_before_ed")
+def facility_before_ed(text: str, match: re.Match[str] | None = None) -> bool:
+    """A hospital before its ED ("Hasbro ED", "HFH ED"): ``organisation_name``, and an acronym of three
+    to five capitals in no list counts in any line, since "ED" after it says a hospital is named."""
+    from deid_core.engine.lexicons import UNKNOWN, load_lexicon
+
+    word = text.strip()
+    if re.fullmatch(r"[A-Z]{3,5}", word) and load_lexicon("en").classify(word) == UNKNOWN:
+        return True
+    return organisation_name(text, match)
 
 
 @register("county_name")
