@@ -682,12 +682,15 @@ _US_TERRITORIES = frozenset({"puerto rico", "guam", "american samoa", "northern 
                              "united states virgin islands", "virgin islands, u.s."})
 
 
+_STATE_AFTER = re.compile(r"(,?)[ \t]+([A-Za-z]{2})\b")
+
+
 def _state_follows(match: re.Match[str] | None) -> bool:
     """A US state code right after the match ("Peru, IN", "Norway ME"): the town, not the country. In
     lower case the code must follow a comma ("norway, me"): "from haiti in 1991" is no Indiana."""
     if match is None:
         return False
-    after = re.match(r"(,?)[ \t]+([A-Za-z]{2})\b", match.string[match.end() : match.end() + 8])
+    after = _STATE_AFTER.match(match.string, match.end(), match.end() + 8)
     if after is None or after.group(2).upper() not in _US_STATE_CODES:
         return False
     return after.group(2).isupper() or after.group(1) == ","
