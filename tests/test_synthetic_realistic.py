@@ -226,3 +226,49 @@ def test_a_refill_names_its_pharmacy_as_phi():
     for d in docs:
         for m in re.finditer(r"(?i)refill sent to (\w[\w ]*?) on ", d.text):
             assert any(s.start == m.start(1) and s.end == m.end(1) for s in d.spans), d.text[m.start() : m.end()]
+
+
+# ------------------------------------------- session 20: agencies, police, wards and homes
+
+
+@pytest.fixture(scope="module")
+def many():
+    return generate_notes(1500, seed=12, **REALISTIC)
+
+
+@pytest.mark.parametrize(
+    "label, value_re, before_re, after_re",
+    [
+        # a ward named after a benefactor, as the hand-written notes mark it ("transfer to Farr 7")
+        ("HOSPITAL", r"[A-Za-z'-]+( [A-Za-z'-]+)? \d{1,2}( west| north)?", r"\b(transfer to|bed request in for) ", None),
+        # the town's police or rescue as one organisation span, town included
+        ("ORGANIZATION", r"[A-Za-z' .-]+ (pd|police|fire|rescue|ambulance)", None, r" officer"),
+        # an agency after a cue, named in words or as an acronym before its kind
+        ("ORGANIZATION", r"(hospice|visiting nurses|home health|hospice care|elder services) of (the )?[a-z-]+", None, None),
+        ("ORGANIZATION", r"[A-Z]{2,4} (VNA|Hospice|Home Care)", r"\b(had|referral sent to) ", None),
+        # a home with no kind at all, which only its context tells
+        ("HOSPITAL", r"[A-Za-z]+(crest|haven|field|brook|view|dale|wood|gate|ridge|mont|side|stone)",
+         r"\b(go to|declined|previously at|arrived from) ", None),
+    ],
+)
+def test_session_20_shapes_occur(many, label, value_re, before_re, after_re):
+    """Any case: the surface styles write whole notes in lower case or capitals."""
+    assert _spans_where(many, label, f"(?i:{value_re})", before_re, after_re), (label, value_re, before_re)
+
+
+def test_acronyms_spell_no_shorthand_and_no_word():
+    """An agency's acronym that spelled "PMH" or "ICU" would put PHI in every header that uses it."""
+    from random import Random
+
+    from deid_core.engine.lexicons import load_lexicon
+    from deid_core.synthetic.slots import _acronym, _template_shorthand
+
+    class _Note:
+        lang = "en"
+        rng = Random(5)
+
+    lexicon = load_lexicon("en")
+    shorthand = _template_shorthand("en")
+    drawn = [_acronym(_Note()) for _ in range(2000)]
+    assert len(set(drawn)) > 500
+    assert not [a for a in drawn if a in shorthand or lexicon.classify(a) != "unknown"]
