@@ -9,7 +9,7 @@ families' characters), which moves the operating point along the curve without m
 better. For each group (``A-B`` or ``N``, set 1 is ``english_challenge.jsonl``, joined with
 commas: ``2-37,41``) the bench pools the notes and reports character recall and precision over
 non-whitespace characters (``visible_char_prf``, whatever the labels) at every bias of
-``--grid``, recall per miss category at the model's recorded recall bias, and the best recall of
+``--grid`` and at the model's recorded recall bias (with recall per miss category there), and the best recall of
 a grid point whose precision reaches each of ``--at-precision``. ``--presidio`` adds
 presidio-synth dev (read from ``--data``, never copied). Each note is encoded once and decoded at
 every bias (``DeidModel.decode_many``).
@@ -68,19 +68,23 @@ def curve(model: DeidModel, docs: list[Document], grid: list[float], recorded: f
           floors: list[float]) -> dict[str, Any]:
     biases = sorted({*grid, *([recorded] if recorded is not None else [])}, reverse=True)
     per_note = [model.decode_many(model.encode(d), biases) for d in docs]
-    points, categories = [], None
+    points, categories, at_recorded = [], None, None
     for k, bias in enumerate(biases):
         pred = [Document(d.id, d.text, tuple(p[k].spans)) for d, p in zip(docs, per_note)]
         prf = visible_char_prf(docs, pred)
         if bias in grid:
             points.append({"bias": bias, "recall": round(prf["recall"], 4), "precision": round(prf["precision"], 4)})
-        if bias == recorded and all("categories" in d.meta for d in docs):
-            categories = recall_per_category(docs, pred)
+        if bias == recorded:
+            at_recorded = {"bias": bias, "recall": round(prf["recall"], 4), "precision": round(prf["precision"], 4)}
+            if all("categories" in d.meta for d in docs):
+                categories = recall_per_category(docs, pred)
     out: dict[str, Any] = {
         "documents": len(docs),
         "points": points,
         "recall_at_precision": {f"{f:g}": recall_at_precision(points, f) for f in floors},
     }
+    if at_recorded is not None:
+        out["at_recorded_bias"] = at_recorded
     if categories is not None:
         out["recall_per_category_at_recorded_bias"] = categories
     return out
