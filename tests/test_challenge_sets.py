@@ -6,25 +6,17 @@ an edit would be scored on notes nobody can read in the repository.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_support import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("build_challenge_set", ROOT / "scripts" / "build_challenge_set.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILD = _builder()
+BUILD = load_script("scripts/build_challenge_set.py", "build_challenge_set")
 SOURCES = sorted(FIXTURES.glob("english_challenge*.txt"))
 
 

@@ -6,23 +6,10 @@ silently dropped a set, or a recall read from a point below the precision floor,
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from script_support import load_script
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "english_curve.py"
-
-
-def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("english_curve_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = load_script("bench/english_curve.py", "english_curve_bench")
 
 
 def test_groups_name_ranges_and_single_sets():

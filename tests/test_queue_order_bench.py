@@ -7,26 +7,20 @@ enumerate every tag path (5 tokens, 4 tags: 1024 paths).
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
+from script_support import load_script
 
 from deid_core.engine.tagging import tags_to_spans
 from deid_core.engine.tokenize import Token
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "queue_order.py"
 NAMES = ["O", "B-X", "I-X", "B-Y"]  # Y has no I- tag: its spans are one token long
 
 
 def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("queue_order_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/queue_order.py", "queue_order_bench")
 
 
 def _brute_force(E: np.ndarray, T: np.ndarray) -> tuple[dict[tuple[int, int, str], float], float, float]:
