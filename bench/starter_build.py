@@ -16,7 +16,12 @@ synthetic notes and say nothing about real ones (issue 12's targets are on
 real ICU notes the project cannot have).
 
     PYTHONPATH=. .venv/bin/python bench/starter_build.py [--dev-n 300] [--dev-seed 424242]
-        [--size default|tiny]
+        [--size default|tiny] [--seed N] [--save DIR]
+
+``--seed`` trains the recipe with another generator and trainer seed (``build_starter(seed=)``,
+not cached): a change to the generator is judged on several such starters, since one retrain
+moves the figures as much as many changes do (docs/engine.md, "Session 20"). ``--save`` keeps
+the model, for ``bench/english_curve.py --model``.
 """
 
 from __future__ import annotations
@@ -43,7 +48,11 @@ def main() -> None:
     ap.add_argument("--dev-n", type=int, default=300)
     ap.add_argument("--dev-seed", type=int, default=424_242)
     ap.add_argument("--size", default="default", help="starter size (tiny is for tests)")
+    ap.add_argument("--seed", type=int, help="another generator and trainer seed than the recipe's")
+    ap.add_argument("--save", type=Path, help="keep the model in this (new) directory")
     args = ap.parse_args()
+    if args.save is not None and args.save.exists():
+        raise SystemExit(f"{args.save}: already exists; --save makes a new model directory")
 
     with tempfile.TemporaryDirectory(prefix="deid-starter-bench-") as tmp:
         os.environ["DEID_STARTER_DIR"] = tmp
@@ -53,11 +62,14 @@ def main() -> None:
         from deid_core.evaluation.visible_chars import visible_char_prf
         from deid_core.spans import Document
         from deid_core.synthetic import generate_notes
-        from deid_core.synthetic.starter import ensure_starter, recipe
+        from deid_core.synthetic.starter import build_starter, ensure_starter, recipe
 
         load_before = _load()
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        path = ensure_starter("en")
+        if args.seed is None:
+            path = ensure_starter("en")
+        else:
+            path = build_starter("en", seed=args.seed).save(Path(tmp) / f"en-seed-{args.seed}")
         build = {
             "cpu_seconds": round(time.process_time() - cpu0, 1),
             "wall_seconds": round(time.perf_counter() - wall0, 1),
@@ -67,6 +79,8 @@ def main() -> None:
             "load_after": _load(),
         }
         model = DeidModel.load(path)
+        if args.save is not None:
+            model.save(args.save)
         meta = model.metadata
         r = recipe("en")
         recall_bias = float(meta[RECALL_BIAS_KEY])
@@ -106,9 +120,10 @@ def main() -> None:
             return out
 
         print(json.dumps({
-            "recipe": {"n_train": r.n_train, "seed": r.seed, "options": r.options,
+            "recipe": {"n_train": r.n_train, "seed": meta["corpus"]["seed"], "options": r.options,
                        "max_iterations": r.max_iterations, "size": args.size},
             "build": build,
+            "saved": str(args.save) if args.save is not None else None,
             "recorded": {"recall_bias": recall_bias, "recall_bias_info": meta.get("recall_bias_info"),
                          "training_seconds": meta.get("seconds"), "tokens": meta.get("tokens")},
             "dev": {

@@ -327,3 +327,19 @@ def test_a_second_caller_waits_for_a_build_in_progress_instead_of_building_again
     assert result == [target]
     assert builds == []  # it used the finished build rather than training its own
     assert any("waiting" in m for m in messages)
+
+
+def test_another_seed_builds_another_starter_that_is_not_the_cached_one(starter_env, monkeypatch):
+    """Session 20 judged a generator change over three seeds: the same recipe trained on other notes."""
+    monkeypatch.setenv("DEID_STARTER_SIZE", "tiny")
+    monkeypatch.setenv("DEID_STARTER_DIR", str(starter_env["cache"]))
+    default_seed = starter_mod.recipe("en").seed
+    other = starter_mod.build_starter("en", seed=default_seed + 1)
+    cached = starter_env["model"].metadata
+    assert other.metadata["corpus"]["seed"] == default_seed + 1 == cached["corpus"]["seed"] + 1
+    assert other.metadata["starter"]["key"] is None and cached["starter"]["key"]
+    corpus = other.metadata["corpus"]
+    docs = generate_notes(corpus["n"], seed=corpus["seed"], **corpus["options"])
+    assert sum(len(d.spans) for d in docs) == other.metadata["spans"]
+    usual = generate_notes(corpus["n"], seed=default_seed, **corpus["options"])
+    assert [d.text for d in docs] != [d.text for d in usual]

@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -176,9 +176,18 @@ def is_built(lang: str = "en") -> bool:
     return (starter_dir(lang) / MANIFEST).is_file()
 
 
-def build_starter(lang: str = "en", *, progress: Progress | None = None) -> DeidModel:
-    """Train the starter for ``lang`` from its recipe (not cached; ``starter_model`` caches)."""
+def build_starter(lang: str = "en", *, progress: Progress | None = None, seed: int | None = None) -> DeidModel:
+    """Train the starter for ``lang`` from its recipe (not cached; ``starter_model`` caches).
+
+    ``seed`` replaces the recipe's (the generator's and the trainer's): a change to the generator
+    is judged over several seeds, because one retrain moves the figures as much as many changes do
+    (docs/engine.md, "Session 20"). Such a model is not the cached starter: its ``starter.key`` is None.
+    """
     r = recipe(lang)
+    if seed is not None and seed != r.seed:
+        r = replace(r, seed=seed)
+    else:
+        seed = None
     say: Progress = progress or (lambda message, fraction: None)
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
@@ -208,7 +217,7 @@ def build_starter(lang: str = "en", *, progress: Progress | None = None) -> Deid
     model.metadata["corpus"] = {"kind": "synthetic", "lang": r.lang, "n": r.n_train, "seed": r.seed,
                                 "options": dict(r.options)}
     model.metadata["starter"] = {
-        "key": starter_key(lang, os.environ.get("DEID_STARTER_SIZE", "default")),
+        "key": starter_key(lang, os.environ.get("DEID_STARTER_SIZE", "default")) if seed is None else None,
         "size": os.environ.get("DEID_STARTER_SIZE", "default"),
         "build_cpu_seconds": round(time.process_time() - cpu0, 1),
         "build_wall_seconds": round(time.perf_counter() - wall0, 1),
