@@ -28,6 +28,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from build_challenge_set import set_stem  # noqa: E402
 
 from deid_core.corpus import read_jsonl  # noqa: E402
 from deid_core.engine.model import DeidModel  # noqa: E402
@@ -52,7 +55,7 @@ def set_numbers(group: str) -> list[int]:
 def read_group(group: str) -> list[Document]:
     docs: list[Document] = []
     for n in set_numbers(group):
-        path = FIXTURES / ("english_challenge.jsonl" if n == 1 else f"english_challenge_{n}.jsonl")
+        path = FIXTURES / f"{set_stem(n)}.jsonl"
         if not path.is_file():
             raise SystemExit(f"{path.relative_to(ROOT)}: no such challenge set (group {group})")
         docs.extend(read_jsonl(path))

@@ -69,7 +69,7 @@ def main() -> None:
         if args.seed is None:
             path = ensure_starter("en")
         else:
-            path = build_starter("en", seed=args.seed).save(Path(tmp) / f"en-seed-{args.seed}")
+            path = build_starter("en", seed=args.seed).save(args.save or Path(tmp) / f"en-seed-{args.seed}")
         build = {
             "cpu_seconds": round(time.process_time() - cpu0, 1),
             "wall_seconds": round(time.perf_counter() - wall0, 1),
@@ -79,7 +79,7 @@ def main() -> None:
             "load_after": _load(),
         }
         model = DeidModel.load(path)
-        if args.save is not None:
+        if args.save is not None and path != args.save:  # the cached starter: copy it out
             model.save(args.save)
         meta = model.metadata
         r = recipe("en")

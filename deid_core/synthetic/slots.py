@@ -389,8 +389,8 @@ def _acronym(note: Note) -> str:
     return letters(note.rng, 4)
 
 
-def _worded(note: Note, kinds_key: str) -> str:
-    """A name of one or two ordinary words, a coined word, a surname or a town, then a kind."""
+def _worded_agency(note: Note) -> str:
+    """One or two ordinary words, a coined word, a surname or a town, then an agency's kind."""
     rng, lex = note.rng, _lex(note)
     r = rng.random()
     if r < 0.5:
@@ -401,7 +401,7 @@ def _worded(note: Note, kinds_key: str) -> str:
         base = note.patient.fake.last_name()
     else:
         base = note.patient.fake.city()
-    return f"{base} {rng.choice(lex[kinds_key])}"
+    return f"{base} {rng.choice(lex['home_care_suffix'])}"
 
 
 def _casual(note: Note, name: str) -> str:
@@ -414,7 +414,7 @@ def _agency(note: Note) -> str:
     rng, lex = note.rng, _lex(note)
     r = rng.random()
     if r < 0.35:
-        name = _worded(note, "home_care_suffix")
+        name = _worded_agency(note)
     elif r < 0.55:
         name = f"{rng.choice(lex['agency_heads'])} of {rng.choice(('the ', ''))}{rng.choice(lex['name_words'])}"
     elif r < 0.75:

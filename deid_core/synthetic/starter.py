@@ -184,10 +184,9 @@ def build_starter(lang: str = "en", *, progress: Progress | None = None, seed: i
     (docs/engine.md, "Session 20"). Such a model is not the cached starter: its ``starter.key`` is None.
     """
     r = recipe(lang)
-    if seed is not None and seed != r.seed:
+    other_seed = seed is not None and seed != r.seed
+    if other_seed:
         r = replace(r, seed=seed)
-    else:
-        seed = None
     say: Progress = progress or (lambda message, fraction: None)
     cpu0, wall0 = time.process_time(), time.perf_counter()
 
@@ -217,7 +216,7 @@ def build_starter(lang: str = "en", *, progress: Progress | None = None, seed: i
     model.metadata["corpus"] = {"kind": "synthetic", "lang": r.lang, "n": r.n_train, "seed": r.seed,
                                 "options": dict(r.options)}
     model.metadata["starter"] = {
-        "key": starter_key(lang, os.environ.get("DEID_STARTER_SIZE", "default")) if seed is None else None,
+        "key": None if other_seed else starter_key(lang, os.environ.get("DEID_STARTER_SIZE", "default")),
         "size": os.environ.get("DEID_STARTER_SIZE", "default"),
         "build_cpu_seconds": round(time.process_time() - cpu0, 1),
         "build_wall_seconds": round(time.perf_counter() - wall0, 1),
