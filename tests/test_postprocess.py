@@ -169,6 +169,13 @@ EN_CASES = [
     ("lives in Boston, MA 02115", "MA", "STATE", "MA"),
     ("both at bs until mn. NPO P MN.", "mn", "STATE", None),
     ("moved to MN last year", "MN", "STATE", "MN"),
+    # session 21: a nursing shift is no phone, id or date; a name before it or an id on odd minutes stays
+    ("TSICU NPN 1900-0700\n58 YO M", "TSICU NPN 1900-0700", "VEHICLE", None),
+    ("MICU nursing 1500-2300", "1500-2300", "PHONE", None),
+    ("nellie in 1800-2000, brought glasses", "1800-2000", "DATE", None),
+    ("covering for Ortiz 0300-0400.", "Ortiz 0300-0400", "PHONE", "Ortiz 0300-0400"),
+    ("neob notified, ref # 0412-0337.", "0412-0337", "MEDICALRECORD", "0412-0337"),
+    ("call 555-0100 x2", "555-0100", "PHONE", "555-0100"),
 ]
 
 
