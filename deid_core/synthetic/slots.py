@@ -23,6 +23,7 @@ from importlib import resources
 from random import Random
 from typing import TYPE_CHECKING
 
+from deid_core.engine.lexicons import load_lexicon
 from deid_core.spans import Span
 from deid_core.synthetic.people import (
     Patient,
@@ -378,8 +379,6 @@ def _coined(rng: Random) -> str:
 
 def _acronym(note: Note) -> str:
     """Two to four capitals that spell no template shorthand (PMH, ICU) and no common word."""
-    from deid_core.engine.lexicons import load_lexicon
-
     lexicon = load_lexicon(note.lang) if note.lang == "en" else None
     shorthand = _template_shorthand(note.lang)
     for _ in range(50):
