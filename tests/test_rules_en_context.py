@@ -877,6 +877,28 @@ ROUND18_DATES = [
 ]
 
 TABLES = {
+    "round 22 employers": ([
+        ("pt is a chemist at biogen, wants his laptop. son is a cook at pho hoa.", [
+            ("biogen", "ORGANIZATION"), ("pho hoa", "ORGANIZATION")]),
+        ("Daughter is a teacher's aide at Sacred Heart School; she's a 2nd grade teacher at Angier.", [
+            ("Sacred Heart School", "ORGANIZATION"), ("Angier", "ORGANIZATION")]),
+        ("PT IS A TRUCK DRIVER FOR ESTES EXPRESS; PT IS A ROOFER W/ QUIMBY ROOFING.", [
+            ("ESTES EXPRESS", "ORGANIZATION"), ("QUIMBY ROOFING", "ORGANIZATION")]),
+        ("ins is pemaquid mutual. ins wellcare medicare adv, id 94827. ins is humana concern for burnout", [
+            ("pemaquid mutual", "ORGANIZATION"), ("wellcare", "ORGANIZATION"), ("humana", "ORGANIZATION")]),
+        ("WORKERS COMP CARRIER IS GRANITE MUTUAL, CLAIM # 4487.", [("GRANITE MUTUAL", "ORGANIZATION")]),
+        ("her o2 company is keystone medical supply.", [("keystone medical supply", "ORGANIZATION")]),
+        ("vf arrest at work (genzyme) 7/7. his boss from dowd forest products called.", [
+            ("genzyme", "ORGANIZATION"), ("dowd forest products", "ORGANIZATION")]),
+        ("Emailed his boss at Toray. Grad student at Northeastern.", [
+            ("Toray", "ORGANIZATION"), ("Northeastern", "ORGANIZATION")]),
+        ("dtr teaches at frontier regional, called at lunch.", [("frontier regional", "ORGANIZATION")]),
+        # not employers: a place of care, a school in plain words, an age and sex, a state of care
+        ("pt is a teacher at the high school in town. pt is a resident at the nursing home.", []),
+        ("pt is a seventy-year-old man with copd. PT IS A 70 YO MAN WITH CHF. Pt is a full code at this time.", []),
+        ("ins pending. ins auth needed. ins and outs even. supervisor at bedside. student at bedside.", []),
+        ("pt is a smoker at baseline; she's a fall risk at night; at work (night shift)", []),
+    ], {"ORGANIZATION"}),
     "round 19 staff": ([
         ("res Oduro to bedside. NSurg res Pradhan checked EVD.\nRES SUNDARAM AWARE OF HCT.", [
             ("Oduro", "DOCTOR"), ("Pradhan", "DOCTOR"), ("SUNDARAM", "DOCTOR")]),

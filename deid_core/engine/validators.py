@@ -602,6 +602,29 @@ def employer_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
     return employer_name(text, match)
 
 
+@register("org_name_lower")
+def org_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
+    """An employer, insurer or supplier named in a lower-case line after a cue that says one follows
+    ("pt is a chemist at biogen", "ins is pemaquid mutual"): where case says nothing, a word that is
+    also an English word or a surname is no evidence ("a teacher at the high school"), so one word
+    must be a name, a place or in no list (three letters or more), and none a stop word."""
+    from deid_core.engine.lexicons import NAME, STOP, UNKNOWN, load_lexicon
+
+    if match is None or not _lower_line(match.string, match.start(), match.end()):
+        return False
+    lexicon = load_lexicon("en")
+    evidence = False
+    for word in _NAME_WORD.findall(text):
+        kind = lexicon.classify(word)
+        if kind == STOP:
+            return False
+        if word.lower() in lexicon.department:
+            continue
+        if len(word) >= 3 and (kind in (NAME, UNKNOWN) or lexicon.is_place(word)):
+            evidence = True
+    return evidence
+
+
 @register("facility_before_ed")
 def facility_before_ed(text: str, match: re.Match[str] | None = None) -> bool:
     """A hospital before its ED ("Hasbro ED", "HFH ED"): ``organisation_name``, and an acronym of three
