@@ -876,6 +876,45 @@ ROUND18_DATES = [
     ("K 3.5 repleted. on 2.5 mcg levo. weaned on 5.5. on 12.5 PEEP. Cr 1.8 up from 1.4. LACTATE 2.1 FROM 3.4", []),
 ]
 
+# Session 22, from set 87's misses: relatives, friends and staff named with no cue word, read from
+# their sentence context (a person verb after, a list of visitors, a contact verb in a line whose
+# case says nothing, a service in parentheses, a possessive team).
+ROUND22 = [
+    # a title's dot is no sentence end; kinship shorthand and a facility are no clinician
+    ("Pathology is pending; Dr. Greene will call the patient with results.", [("Greene", "DOCTOR")]),
+    ("spoke w/ hsb (Michael) re goals. CALLED WILSONPORT SKILLED NURSING FACILITY ADMISSIONS.", []),
+    ("family meeting held. oksana asking about hospice again. grusha wants a second opinion.", [
+        ("oksana", "PATIENT"), ("grusha", "PATIENT")]),
+    ("Ingeborg said pt never wanted a trach; Torleif agrees with his sister.", [
+        ("Ingeborg", "PATIENT"), ("Torleif", "PATIENT")]),
+    ("lab called, k 6.1. zbyszek and wanda in this am, upset.", [("zbyszek", "PATIENT"), ("wanda", "PATIENT")]),
+    ("VISITORS: ALDONA, RAIMUNDAS AND JURGIS. ALDONA CALLING FROM KAUNAS", [
+        ("ALDONA", "PATIENT"), ("RAIMUNDAS", "PATIENT"), ("JURGIS", "PATIENT"), ("ALDONA", "PATIENT")]),
+    ("family: ottilie (hcp) and rainer in 1400.", [("ottilie", "PATIENT"), ("rainer", "PATIENT")]),
+    ("d/w przybylski, will recheck lytes.\nD/W OYELARAN-BOYD RE PLAN", [
+        ("przybylski", "DOCTOR"), ("OYELARAN-BOYD", "DOCTOR")]),
+    ("Met at 1100 w/ Szczepanik (onc) and Abernethy-Quist (SW).", [
+        ("Szczepanik", "DOCTOR"), ("Abernethy-Quist", "DOCTOR")]),
+    ("dilaudid per szymanski's fellow, then haldol per okonkwo's resident.", [
+        ("szymanski", "DOCTOR"), ("okonkwo", "DOCTOR")]),
+    ("s/p whipple (3/14, kowalewski) and lap chole 4/2, Ferreira-Boyd.", [
+        ("kowalewski", "DOCTOR"), ("Ferreira-Boyd", "DOCTOR")]),
+    ("kids went home w/ brinley (6 yo). pt wants only teodora given updates; all calls go thru teodora", [
+        ("brinley", "PATIENT"), ("teodora", "PATIENT"), ("teodora", "PATIENT")]),
+    ("Abramowitz, MICU attending", [("Abramowitz", "DOCTOR")]),
+    ("COWORKER CHEPE (ROOMMATE) AT BS", [("CHEPE", "PATIENT")]),
+    # look-alikes: services and units, drugs and clinical words, common words, groups of people
+    ("micu called. nephrology called back. Renal agrees. Ortho wants xr. Pharmacy asking re vanc.", []),
+    ("nephrology called, MICU CALLED, d/w micu, d/w nephrology, PAGED CSRU RES, d/w attending", []),
+    ("Discussed with attending. Spoke with pt's son. DISCUSSED WITH SICU TEAM", []),
+    ("abd left open. LEVO ASKED FOR BY ANESTHESIA. egd at bs 2200. Grandkids calling for updates.", []),
+    ("admitted 11/28, diuresed. fall 9/14, sdh/sah. ADM 11/23 W/ NSTEMI. seen 4/2, Boston.", []),
+    ("Cardiology (fellow) aware. vanc (id) approved. Pt (45 yo) w/ sob. Family: wife and son at bedside.", []),
+    ("Family: aware, supportive. visitors: none. the dean's office called; pt's team; Tylenol (650 mg)", []),
+    ("only patient gets meds; pain wants tx; Lasix stayed at 40; propofol asked for", []),
+]
+
+
 TABLES = {
     "round 22 employers": ([
         ("pt is a chemist at biogen, wants his laptop. son is a cook at pho hoa.", [
@@ -899,6 +938,7 @@ TABLES = {
         ("ins pending. ins auth needed. ins and outs even. supervisor at bedside. student at bedside.", []),
         ("pt is a smoker at baseline; she's a fall risk at night; at work (night shift)", []),
     ], {"ORGANIZATION"}),
+    "round 22 no cue": (ROUND22, NAMES),
     "round 19 staff": ([
         ("res Oduro to bedside. NSurg res Pradhan checked EVD.\nRES SUNDARAM AWARE OF HCT.", [
             ("Oduro", "DOCTOR"), ("Pradhan", "DOCTOR"), ("SUNDARAM", "DOCTOR")]),

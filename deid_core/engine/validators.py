@@ -1264,3 +1264,106 @@ def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
     if len(words) < 2 or words[1].lower() not in load_lexicon("en").first:
         return False
     return _name_words(text, match, strong=False)
+
+
+# --- session 22: names with no cue word, read from their sentence context -------------------
+_PAIR_GLUE = frozenset({"and", "&"})
+
+
+def _context_name_word(word: str, *, caseless: bool, ambiguous: bool) -> bool:
+    """One word of a name that no cue word introduces: a double-barrelled name ("vasquez-lord",
+    "Sandoval-Pike") when no part is a stop or common word; else a lexicon name or a word in no
+    list (and, when ``ambiguous``, a name that is also a word), three letters or more, not a
+    lexicon place that is no name ("chicopee"); in a mixed-case line it must be capitalised."""
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, NAME, STOP, UNKNOWN, load_lexicon
+
+    lexicon = load_lexicon("en")
+    if not caseless and not _CAPITALISED.match(word):
+        return False
+    parts = [p for p in re.split(r"[-'’]", word) if p]
+    if "-" in word and len(parts) == 2:
+        return all(len(p) >= 2 and lexicon.classify(p) not in (STOP, COMMON) for p in parts)
+    if len(word) < 3:
+        return False
+    kind = lexicon.classify(word)
+    if kind == UNKNOWN and lexicon.is_place(word):
+        return False
+    return kind in ((NAME, UNKNOWN, AMBIGUOUS) if ambiguous else (NAME, UNKNOWN))
+
+
+def _context_names(match: re.Match[str] | None, words: list[str], *, ambiguous: bool = False) -> bool:
+    if match is None or not words:
+        return False
+    caps = _caps_line(match.string, match.start(), match.end())
+    caseless = caps or _lower_line(match.string, match.start(), match.end())
+    return all(
+        _context_name_word(w, caseless=caseless, ambiguous=ambiguous) for w in words
+    )
+
+
+@register("person_in_context")
+def person_in_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name with no cue word, told by its place in the sentence ("krysia asking about trach",
+    "Halvdan wants another week", "d/w eidsness", "(8/14, greenawalt)", "kinley (4 yo)").
+
+    Every word must be a lexicon name, a word in no list (three letters or more) or a
+    double-barrelled name whose parts are neither stop nor common words; never an ambiguous,
+    common or stop word, and never a place in no name list. In a mixed-case line each must be
+    capitalised; in a capitals or lower-case line case says nothing.
+    """
+    return _context_names(match, _NAME_WORD.findall(text))
+
+
+@register("surname_in_context")
+def surname_in_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """A surname alone where a diagnosis or a verb may stand as well ("CABG 9/17, Ferreira-Walsh";
+    not "admitted 11/28, diuresed"): ``person_in_context``, and each word a lexicon name that is no
+    lexicon place, or a double-barrelled name; a word in no list is not enough."""
+    from deid_core.engine.lexicons import NAME, load_lexicon
+
+    if not person_in_context(text, match):
+        return False
+    lexicon = load_lexicon("en")
+    return all(
+        "-" in w or (lexicon.classify(w) == NAME and not lexicon.is_place(w)) for w in _NAME_WORD.findall(text)
+    )
+
+
+@register("person_pair_in_context")
+def person_pair_in_context(text: str, match: re.Match[str] | None = None) -> bool:
+    """``person_in_context`` over every name of the whole match, so that the first of a pair
+    ("tadek and basia want", the rule's group the second) is judged as well."""
+    if match is None:
+        return False
+    words = [w for w in _NAME_WORD.findall(match.group(0)) if w.lower() not in _PAIR_GLUE]
+    return _context_names(match, words)
+
+
+# A list of visitors: its cue, then names (quoted or not, each maybe with a note in
+# parentheses: "halszka (hcp)") joined by commas, "and" or "&".
+_LIST_ITEM = re.compile(
+    r"""(?i)(?:family|visitors?|visited[ \t]+by|at[ \t]+(?:bs|bedside)(?:[ \t]+[a-z]+){0,2})[ \t]*:[ \t]*"""
+    r"""((?:["“]?[^\W\d_][\w'’-]*["”]?(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*(?:,[ \t]*(?:and[ \t]+)?|&[ \t]*|and[ \t]+))*)$"""
+)
+
+
+@register("person_listed")
+def person_listed(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name in a list of visitors after "family:", "visitors:" or "at bedside all afternoon:"
+    ("Family: Aslaug, Halvdan, Gunnhild", "family: halszka (hcp) and mietek in 1000").
+
+    The list must run from its cue to the word with nothing but names between (so "family: wife
+    and son" and "family: aware, updated" give none); each word (the listed ones before it
+    included, quoted nicknames excepted) is a name as ``person_in_context`` reads one, except
+    that a name that is also a word ("marlin") counts too after so plain a cue.
+    """
+    if match is None:
+        return False
+    start = match.start(match.lastindex or 0)
+    line_start = match.string.rfind("\n", 0, start) + 1
+    head = _LIST_ITEM.search(match.string, line_start, start)
+    if head is None:
+        return False
+    items = [w for w in re.findall(r"""["“][^"”\n]*["”]|\([^)\n]*\)|[^\W\d_][\w'’-]*""", head.group(1))
+             if not w.startswith(("(", '"', "“")) and w.lower() not in _PAIR_GLUE]
+    return _context_names(match, [*items, *_NAME_WORD.findall(text)], ambiguous=True)
