@@ -939,6 +939,16 @@ TABLES = {
         ("pt is a smoker at baseline; she's a fall risk at night; at work (night shift)", []),
     ], {"ORGANIZATION"}),
     "round 22 no cue": (ROUND22, NAMES),
+    "round 22 back to": ([
+        ("dispo: back to rosecliff when stable, nh aware.", [("rosecliff", "HOSPITAL")]),
+        ("Plan to return to Glenmeadow once at dry weight. Will go back to Quarry Hill when ready.", [
+            ("Glenmeadow", "HOSPITAL"), ("Quarry Hill", "HOSPITAL")]),
+        ("PLAN BACK TO HOLLOWBROOK WHEN STABLE, OSTOMY NURSE TO TEACH", [("HOLLOWBROOK", "HOSPITAL")]),
+        # a unit, a rhythm, a state, a facility word or plain words: no home named
+        ("back to sleep. return to baseline. back to CCU. BACK TO OR. back to floor. BACK TO SINUS.", []),
+        ("back to dialysis tomorrow. back to Baseline. back to bed. back to work monday. back to lasix gtt.", []),
+        ("PLAN: BACK TO THE MANOR WHEN OFF PRESSORS. back to 7 west when stable.", []),
+    ], {"HOSPITAL"}),
     "round 19 staff": ([
         ("res Oduro to bedside. NSurg res Pradhan checked EVD.\nRES SUNDARAM AWARE OF HCT.", [
             ("Oduro", "DOCTOR"), ("Pradhan", "DOCTOR"), ("SUNDARAM", "DOCTOR")]),

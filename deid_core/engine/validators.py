@@ -625,6 +625,33 @@ def org_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+@register("facility_one_name")
+def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A home or rehab named by itself where a patient goes back to ("back to Hollowbrook", "return to
+    rosecliff"): each word four letters or more and no stop word, and one a name, a place or a word in
+    no list; in a mixed-case line every word capitalised, so "back to dialysis tomorrow" and "return
+    to Baseline" are none."""
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    if match is None:
+        return False
+    lexicon = load_lexicon("en")
+    caseless = _caps_line(match.string, match.start(), match.end()) or _lower_line(
+        match.string, match.start(), match.end()
+    )
+    words = _NAME_WORD.findall(text)
+    evidence = False
+    for word in words:
+        kind = lexicon.classify(word)
+        if len(word) < 4 or kind == STOP or word.lower() in lexicon.department:
+            return False
+        if not caseless and not _CAPITALISED.match(word):
+            return False
+        if kind != COMMON or lexicon.is_place(word):
+            evidence = True
+    return evidence
+
+
 @register("facility_before_ed")
 def facility_before_ed(text: str, match: re.Match[str] | None = None) -> bool:
     """A hospital before its ED ("Hasbro ED", "HFH ED"): ``organisation_name``, and an acronym of three
