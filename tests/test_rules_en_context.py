@@ -937,8 +937,22 @@ TABLES = {
         ("pt is a seventy-year-old man with copd. PT IS A 70 YO MAN WITH CHF. Pt is a full code at this time.", []),
         ("ins pending. ins auth needed. ins and outs even. supervisor at bedside. student at bedside.", []),
         ("pt is a smoker at baseline; she's a fall risk at night; at work (night shift)", []),
+        ("she's a bookkeeper at Six Flags and has taken the wk off.", [("Six Flags", "ORGANIZATION")]),
     ], {"ORGANIZATION"}),
     "round 22 no cue": (ROUND22, NAMES),
+    "round 22 fourth": ([
+        ("SOCIAL: SVETA AND VOVA HERE UNTIL 2100.", [("SVETA", "PATIENT"), ("VOVA", "PATIENT")]),
+        ("social: declan and siobhan in until 2100.", [("declan", "PATIENT"), ("siobhan", "PATIENT")]),
+        ("Social: Joy and Nadege here, pt lives w/ Nadege.", [("Joy", "PATIENT"), ("Nadege", "PATIENT"), ("Nadege", "PATIENT")]),
+        ("WANTS TO FLY UP, TOLD TO TALK W/ SVETA.", [("SVETA", "PATIENT")]),
+        ("will meet w/ yari tmrw re: insurance", [("yari", "PATIENT")]),
+        ("carmen's cell 617-555-0171, she is the one to reach.", [("carmen", "PATIENT")]),
+        ("ROSEMENE TRANSLATING FOR PT, CONSENT BY PHONE.", [("ROSEMENE", "PATIENT")]),
+        # what a patient does, a kinship word, a service, an agency: no names
+        ("social: works on a paving crew. social: lives alone, retired.", []),
+        ("pt lives w/ wife. home w/ vna. check w/ pharmacy. lives w/ dtr. talk w/ family.", []),
+        ("pt's cell is dead. the office's number is on file.", []),
+    ], NAMES),
     "round 22 back to": ([
         ("dispo: back to rosecliff when stable, nh aware.", [("rosecliff", "HOSPITAL")]),
         ("Plan to return to Glenmeadow once at dry weight. Will go back to Quarry Hill when ready.", [

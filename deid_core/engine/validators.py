@@ -1369,14 +1369,24 @@ def person_pair_in_context(text: str, match: re.Match[str] | None = None) -> boo
 # A list of visitors: its cue, then names (quoted or not, each maybe with a note in
 # parentheses: "halszka (hcp)") joined by commas, "and" or "&".
 _LIST_ITEM = re.compile(
-    r"""(?i)(?:family|visitors?|visited[ \t]+by|at[ \t]+(?:bs|bedside)(?:[ \t]+[a-z]+){0,2})[ \t]*:[ \t]*"""
+    r"""(?i)(?:family|social|soc|visitors?|visited[ \t]+by|at[ \t]+(?:bs|bedside)(?:[ \t]+[a-z]+){0,2})[ \t]*:[ \t]*"""
     r"""((?:["“]?[^\W\d_][\w'’-]*["”]?(?:[ \t]*\([^)\n]{1,20}\))?[ \t]*(?:,[ \t]*(?:and[ \t]+)?|&[ \t]*|and[ \t]+))*)$"""
 )
 
 
+_LIST_GOES_ON = re.compile(r"[ \t]*(?:,|&|\+|(?i:and)\b)[ \t]*[^\W\d_]")
+
+
+@register("person_possessive_phone")
+def person_possessive_phone(text: str, match: re.Match[str] | None = None) -> bool:
+    """A name before "'s cell" or "'s number" ("carmen's cell", "CRYSTAL'S CELL"): ``person_in_context``,
+    and a name that is also a word counts too, since a phone of one's own says a person."""
+    return _context_names(match, _NAME_WORD.findall(text), ambiguous=True)
+
+
 @register("person_listed")
 def person_listed(text: str, match: re.Match[str] | None = None) -> bool:
-    """A name in a list of visitors after "family:", "visitors:" or "at bedside all afternoon:"
+    """A name in a list of visitors after "family:", "social:", "visitors:" or "at bedside all afternoon:"
     ("Family: Aslaug, Halvdan, Gunnhild", "family: halszka (hcp) and mietek in 1000").
 
     The list must run from its cue to the word with nothing but names between (so "family: wife
@@ -1390,6 +1400,12 @@ def person_listed(text: str, match: re.Match[str] | None = None) -> bool:
     line_start = match.string.rfind("\n", 0, start) + 1
     head = _LIST_ITEM.search(match.string, line_start, start)
     if head is None:
+        return False
+    # "Social:" opens a list of people only as a list ("Social: Joy and Nadege here"); one word
+    # after it is as often what the patient does ("social: works on a paving crew").
+    if head.group(0)[:3].lower() == "soc" and not head.group(1).strip() and not _LIST_GOES_ON.match(
+        match.string, match.end()
+    ):
         return False
     items = [w for w in re.findall(r"""["“][^"”\n]*["”]|\([^)\n]*\)|[^\W\d_][\w'’-]*""", head.group(1))
              if not w.startswith(("(", '"', "“")) and w.lower() not in _PAIR_GLUE]
