@@ -940,6 +940,16 @@ TABLES = {
         ("she's a bookkeeper at Six Flags and has taken the wk off.", [("Six Flags", "ORGANIZATION")]),
     ], {"ORGANIZATION"}),
     "round 22 no cue": (ROUND22, NAMES),
+    "round 22 fifth": ([
+        ("gus from merrimack valley pallet called re: his job.", [("gus", "PATIENT")]),
+        ("YOLETTE FROM MAPLEWOOD CALLED W/ BASELINE.", [("YOLETTE", "PATIENT")]),
+        ("skeeter (from work) called at 1900.", [("skeeter", "PATIENT")]),
+        ("halyna on phone again re: dnr. Adilson interprets by phone.", [("halyna", "PATIENT"), ("Adilson", "PATIENT")]),
+        ("POD 3 s/p Whipple, Medeiros's pt.", [("Medeiros", "DOCTOR")]),
+        # a role, a department or a plain word before "from": no name
+        ("the priest from st. anne's came. Pharmacy from main called. Labs from osh came back.", []),
+        ("the patient's pt. family on the phone. Surgery's patient.", []),
+    ], NAMES),
     "round 22 fourth": ([
         ("SOCIAL: SVETA AND VOVA HERE UNTIL 2100.", [("SVETA", "PATIENT"), ("VOVA", "PATIENT")]),
         ("social: declan and siobhan in until 2100.", [("declan", "PATIENT"), ("siobhan", "PATIENT")]),
