@@ -940,6 +940,15 @@ TABLES = {
         ("she's a bookkeeper at Six Flags and has taken the wk off.", [("Six Flags", "ORGANIZATION")]),
     ], {"ORGANIZATION"}),
     "round 22 no cue": (ROUND22, NAMES),
+    "round 22 sixth": ([
+        ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
+        ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),
+        ("Priyanka ok'd diuresis w/ lasix gtt 10/hr.", [("Priyanka", "DOCTOR")]),
+        ("pharm (okafor) called re: ticagrelor.", [("okafor", "DOCTOR")]),
+        # a service, a role, a unit, an agency, a place after a preposition: no clinician
+        ("renal aware. charge aware. case mgmt aware. neob notified. micu notified.", []),
+        ("FAMILY IN ECUADOR AWARE. DPH NOTIFIED BY ID. NOCTURNIST AWARE.", []),
+    ], NAMES),
     "round 22 fifth": ([
         ("gus from merrimack valley pallet called re: his job.", [("gus", "PATIENT")]),
         ("YOLETTE FROM MAPLEWOOD CALLED W/ BASELINE.", [("YOLETTE", "PATIENT")]),
