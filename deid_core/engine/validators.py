@@ -313,6 +313,11 @@ def _caps_line(text: str, start: int, end: int) -> bool:
     return upper >= 6 and upper > 3 * lower
 
 
+def _caseless_line(text: str, start: int, end: int) -> bool:
+    """Is the line around [start, end) written in capitals or in lower case? Then case says nothing."""
+    return _caps_line(text, start, end) or _lower_line(text, start, end)
+
+
 _CAPITALISED = re.compile(r"[^\W\d_a-z](?:['’][^\W\d_])?[^\W\d_A-Z]")
 
 
@@ -636,9 +641,7 @@ def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
     if match is None:
         return False
     lexicon = load_lexicon("en")
-    caseless = _caps_line(match.string, match.start(), match.end()) or _lower_line(
-        match.string, match.start(), match.end()
-    )
+    caseless = _caseless_line(match.string, match.start(), match.end())
     words = _NAME_WORD.findall(text)
     evidence = False
     for word in words:
@@ -1297,14 +1300,13 @@ def person_last_first(text: str, match: re.Match[str] | None = None) -> bool:
 _PAIR_GLUE = frozenset({"and", "&"})
 
 
-def _context_name_word(word: str, *, caseless: bool, ambiguous: bool) -> bool:
+def _context_name_word(word: str, lexicon: Lexicon, *, caseless: bool, ambiguous: bool) -> bool:
     """One word of a name that no cue word introduces: a double-barrelled name ("vasquez-lord",
     "Sandoval-Pike") when no part is a stop or common word; else a lexicon name or a word in no
     list (and, when ``ambiguous``, a name that is also a word), three letters or more, not a
     lexicon place that is no name ("chicopee"); in a mixed-case line it must be capitalised."""
-    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, NAME, STOP, UNKNOWN, load_lexicon
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, NAME, STOP, UNKNOWN
 
-    lexicon = load_lexicon("en")
     if not caseless and not _CAPITALISED.match(word):
         return False
     parts = [p for p in re.split(r"[-'’]", word) if p]
@@ -1319,13 +1321,13 @@ def _context_name_word(word: str, *, caseless: bool, ambiguous: bool) -> bool:
 
 
 def _context_names(match: re.Match[str] | None, words: list[str], *, ambiguous: bool = False) -> bool:
+    from deid_core.engine.lexicons import load_lexicon
+
     if match is None or not words:
         return False
-    caps = _caps_line(match.string, match.start(), match.end())
-    caseless = caps or _lower_line(match.string, match.start(), match.end())
-    return all(
-        _context_name_word(w, caseless=caseless, ambiguous=ambiguous) for w in words
-    )
+    lexicon = load_lexicon("en")
+    caseless = _caseless_line(match.string, match.start(), match.end())
+    return all(_context_name_word(w, lexicon, caseless=caseless, ambiguous=ambiguous) for w in words)
 
 
 @register("person_in_context")
@@ -1375,6 +1377,8 @@ _LIST_ITEM = re.compile(
 
 
 _LIST_GOES_ON = re.compile(r"[ \t]*(?:,|&|\+|(?i:and)\b)[ \t]*[^\W\d_]")
+# The pieces of a list: a quoted nickname, a note in parentheses, or a word.
+_LIST_TOKEN = re.compile(r"""["“][^"”\n]*["”]|\([^)\n]*\)|[^\W\d_][\w'’-]*""")
 
 
 @register("person_possessive_phone")
@@ -1407,6 +1411,6 @@ def person_listed(text: str, match: re.Match[str] | None = None) -> bool:
         match.string, match.end()
     ):
         return False
-    items = [w for w in re.findall(r"""["“][^"”\n]*["”]|\([^)\n]*\)|[^\W\d_][\w'’-]*""", head.group(1))
+    items = [w for w in _LIST_TOKEN.findall(head.group(1))
              if not w.startswith(("(", '"', "“")) and w.lower() not in _PAIR_GLUE]
     return _context_names(match, [*items, *_NAME_WORD.findall(text)], ambiguous=True)
