@@ -545,7 +545,9 @@ ROUND16 = [
     # after a role in parentheses; Kindred; "IP team"
     ("going home to quincy tonight.", [("quincy", "CITY")]),
     ("pt's son moe called from revere, aware of plan.", [("moe", "PATIENT"), ("revere", "CITY")]),
-    ("report called to Sandy, called to whitney", [("Sandy", "DOCTOR")]),  # no place; Sandy is the nurse (session 18)
+    # no place; Sandy is the nurse (session 18); whitney, a lexicon name in a lower-case line, is read
+    # as the clinician a result was called to since session 23 (staff_after_called_to)
+    ("report called to Sandy, called to whitney", [("Sandy", "DOCTOR"), ("whitney", "DOCTOR")]),
     ("last contact was Easter. SW (Imani) aware.", [("Imani", "DOCTOR")]),
     ("working on LTAC placement, Kindred screening tomorrow. kindred spirits", [("Kindred", "ORGANIZATION")]),
     ("Trach changed to #7 Portex by IP team today.", []),
@@ -940,6 +942,22 @@ TABLES = {
         ("she's a bookkeeper at Six Flags and has taken the wk off.", [("Six Flags", "ORGANIZATION")]),
     ], {"ORGANIZATION"}),
     "round 22 no cue": (ROUND22, NAMES),
+    "round 23 first": ([
+        ("HEPARIN OFF 2300 PER NWOSU.", [("NWOSU", "DOCTOR")]),
+        ("3% bolus 250cc per harjit. na 148 at 2300.", [("harjit", "DOCTOR")]),
+        ("2U PRBC PER MWANGI, REPEAT 29. SPEED TO 5500 PER TEODORESCU 2200.", [
+            ("MWANGI", "DOCTOR"), ("TEODORESCU", "DOCTOR")]),
+        ("bronch by lindqvist 0900, cx sent.", [("lindqvist", "DOCTOR")]),
+        ("PRESSURE HELD X 20 MIN W/ DELACROIX.\nturned q2 w/ halima, sacrum intact.", [
+            ("DELACROIX", "DOCTOR"), ("halima", "DOCTOR")]),
+        ("12 LEAD DONE, SHOWN TO FOLASADE, NO CHANGE.\nread called to Ngozi.", [
+            ("FOLASADE", "DOCTOR"), ("Ngozi", "DOCTOR")]),
+        # order forms, scales, devices, services, plain words and drugs: no clinician
+        ("dnr/dni per molst. heparin gtt per nomogram. DNR/DNI PER POLST. titrated per rass.", []),
+        ("MAP 78 BY DOPPLER. per protocol. per renal. by mouth. per family. shocked x1 by icd.", []),
+        ("AMBULATED W/ WALKER. transferred w/ nstemi. turned w/ lift. called to bedside. called to OR.", []),
+        ("songs sung by salarymen. +loc per co-worker. red cell exchange by haem.", []),
+    ], NAMES),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),
