@@ -958,6 +958,13 @@ TABLES = {
         ("AMBULATED W/ WALKER. transferred w/ nstemi. turned w/ lift. called to bedside. called to OR.", []),
         ("songs sung by salarymen. +loc per co-worker. red cell exchange by haem.", []),
     ], NAMES),
+    "round 23 second": ([
+        ("pt brzezinski, 24 m, mvc 6/30 near athol, l femur fx.", [("athol", "CITY")]),
+        ("23 yo F, rollover MVC near Ajo 11/2, ejected.", [("Ajo", "CITY")]),
+        ("MVC 2/9 WHILE DRIVING BETWEEN VISITS NEAR COBLESKILL.", [("COBLESKILL", "CITY")]),
+        # no event, or no place: nothing
+        ("near syncope at home. fell near the bed. mvc, near baseline now. found near death.", []),
+    ], {"CITY"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),
