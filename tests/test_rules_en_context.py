@@ -965,6 +965,15 @@ TABLES = {
         # no event, or no place: nothing
         ("near syncope at home. fell near the bed. mvc, near baseline now. found near death.", []),
     ], {"CITY"}),
+    "round 23 third": ([
+        ("PLAN: START TPN IN AM, PHARM LARISSA TO ORDER.\nSKIN: SACRAL STAGE 2, WOUND RN OLUWAKEMI TO SEE.", [
+            ("LARISSA", "DOCTOR"), ("OLUWAKEMI", "DOCTOR")]),
+        ("trauma pgy2 novak pg 47719. followed by cardiologist mehta. cde ngozi eze", [
+            ("novak", "DOCTOR"), ("mehta", "DOCTOR"), ("ngozi eze", "DOCTOR")]),
+        # an order, a service, a pager, a service name: no name
+        ("pharm consult placed. wound rn to see. slp eval today. surgeon aware. surgeon ok's plan.", []),
+        ("ERIN CASTELLANOS, MD PGY-2 PGR #41927\npgy-1 hospitalist service", [("ERIN CASTELLANOS", "DOCTOR")]),
+    ], NAMES),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),
