@@ -106,3 +106,33 @@ def test_lower_case_words_holding_a_surname_are_not_user_names() -> None:
     spans = [Span(0, 12, "PATIENT", "human:ann", 1.0), Span(14, 22, "PATIENT", "human:ann", 1.0),
              Span(27, 36, "PATIENT", "human:ann", 1.0)]
     assert _found(text, spans) == [("lparente2", "USERNAME"), ("a.vado", "USERNAME")]
+
+
+@pytest.mark.parametrize(
+    ("full", "later", "expected"),
+    [
+        ("Front Range Rehab Institute", "FRONT RANGE WANTS PEG FIRST.", ["FRONT RANGE"]),
+        ("Piedmont Dialysis - Boiling Springs", "pt to get HD at Piedmont only.", ["Piedmont"]),
+        ("Merrymeeting Shores Assisted Living", "plan back to merrymeeting today.", ["merrymeeting"]),
+        ("Hobblebush House", "Hobblebush staff can resume care.", ["Hobblebush"]),
+        # an English word is no short form of its own; a name without a kind word has none
+        ("Mass General Hospital", "mass in the rul on ct.", []),
+        ("Tidewater Rehab", "tidewater region.", []),
+        ("Laurel Ridge", "laurel wreath. ridge of the wound.", []),
+    ],
+)
+def test_a_facility_named_in_full_marks_its_short_form(full: str, later: str, expected: list[str]) -> None:
+    text = f"Accepted at {full}. {later}"
+    start = text.index(full)
+    seed = [Span(start, start + len(full), "HOSPITAL", "human:ann", 1.0)]
+    assert [t for t, label in _found(text, seed) if label == "HOSPITAL"] == expected
+
+
+def test_facility_short_forms_are_english_and_in_note_only() -> None:
+    from deid_core.engine.propagate import facility_heads, variants
+
+    assert facility_heads("Front Range Rehab Institute", "es") == []
+    # the export's and the leak check's variants across notes stay the whole value
+    assert [v.text for v in variants("Front Range Rehab Institute", "HOSPITAL", "LOCATION")] == [
+        "front range rehab institute"
+    ]

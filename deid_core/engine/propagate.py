@@ -347,16 +347,79 @@ def seed_index(
     lang: str = "en",
     min_score: float = DEFAULT_MIN_SCORE,
     index: VariantIndex | None = None,
+    heads: bool = False,
 ) -> VariantIndex:
-    """An index of the variants of ``spans`` that may seed propagation."""
+    """An index of the variants of ``spans`` that may seed propagation; with ``heads``, also
+    the short forms of the facilities among them (``facility_heads``)."""
     idx = index if index is not None else VariantIndex()
     for span in spans:
         category = categories.get(span.label)
         if category is None or not is_trusted(span, min_score):
             continue
-        for v in variants(text[span.start : span.end], span.label, category, lang=lang):
-            idx.add(v, (span.label, min(1.0, span.score)))
+        value = text[span.start : span.end]
+        payload = (span.label, min(1.0, span.score))
+        for v in variants(value, span.label, category, lang=lang):
+            idx.add(v, payload)
+        if heads and category == "LOCATION":
+            for head in facility_heads(value, lang):
+                if not idx.payloads(head):
+                    idx.add(Variant(head, span.label, category, True, False), payload)
     return idx
+
+
+# Words that say what kind of place a facility is, at the end of its full name ("Bayberry Commons
+# Health & Rehab", "Piedmont Dialysis - Boiling Springs", "Front Range Rehab Institute"): a note
+# that names it in full often names it again by the words before them ("back to Bayberry",
+# "HD at Piedmont", "FRONT RANGE WANTS PEG FIRST"; 40 of the 341 facilities the English starter
+# missed in the hand-written sets 1-102 are such a short form of one tagged in the same note).
+_FACILITY_KINDS_EN = frozenset({
+    "rehab", "rehabilitation", "hospital", "medical", "med", "center", "centre", "ctr", "health",
+    "healthcare", "nursing", "home", "dialysis", "institute", "clinic", "behavioral", "behavioural",
+    "psychiatric", "pavilion", "assisted", "living", "senior", "specialty", "kidney", "house",
+    "shelter", "hospice", "care", "regional", "memorial", "general", "community", "residence",
+    "manor", "commons", "detox", "recovery", "services", "associates", "group", "practice", "vna",
+    "agency", "facility", "program", "transitional", "skilled", "&", "and", "of", "the", "at",
+})
+_HEAD_CUT = re.compile(r"\s+(?:-|–|—)\s+|\s*[(,;]")
+
+
+def facility_heads(value: str, lang: str = "en") -> list[str]:
+    """The folded short forms of a facility named in full, for in-note propagation only: the
+    words before its trailing kind words ("front range" of "Front Range Rehab Institute"), if
+    that is two words or more or one word of four letters or more that is no English word; and
+    the first of two or more such words when it stands as a name on its own ("bayberry" of
+    "Bayberry Commons Health & Rehab": five letters or more, no English word, no place).
+    Nothing for names without a kind word ("Boston", "Laurel Ridge") and for other languages,
+    whose facility names put the kind first."""
+    if lang != "en":
+        return []
+    words = _squash(_HEAD_CUT.split(value, 1)[0]).split()
+    n = len(words)
+    while n and words[n - 1].strip(".'’") in _FACILITY_KINDS_EN:
+        n -= 1
+    if n == 0 or n == len(words) or words[0] in _FACILITY_KINDS_EN:
+        return []
+    head = words[:n]
+    out = []
+    if n >= 2 or (len(head[0]) >= MIN_EMBEDDED and _name_like(head[0])):
+        out.append(" ".join(head))
+    first = head[0]
+    if n >= 2 and len(first) >= 5 and first.isalpha() and _name_like(first) and not _is_place(first):
+        out.append(first)
+    return out
+
+
+def _name_like(word: str) -> bool:
+    """No common or stop word of the propagation lists, and no English word in the lexicon."""
+    from deid_core.engine.lexicons import AMBIGUOUS, COMMON, STOP, load_lexicon
+
+    return word not in common_words() and load_lexicon("en").classify(word) not in (STOP, COMMON, AMBIGUOUS)
+
+
+def _is_place(word: str) -> bool:
+    from deid_core.engine.lexicons import load_lexicon
+
+    return load_lexicon("en").is_place(word)
 
 
 def propagate(
@@ -375,7 +438,7 @@ def propagate(
     themselves the longest, then earliest, wins.
     """
     categories = labels_for(scheme)
-    index = seed_index(text, spans, categories, lang=lang, min_score=min_score)
+    index = seed_index(text, spans, categories, lang=lang, min_score=min_score, heads=True)
     found = list(find_spans(text, spans, index, scheme.name))
     if extra is not None:
         found.extend(find_spans(text, spans, extra, scheme.name))
