@@ -974,6 +974,16 @@ TABLES = {
         ("pharm consult placed. wound rn to see. slp eval today. surgeon aware. surgeon ok's plan.", []),
         ("ERIN CASTELLANOS, MD PGY-2 PGR #41927\npgy-1 hospitalist service", [("ERIN CASTELLANOS", "DOCTOR")]),
     ], NAMES),
+    "round 23 fourth": ([
+        ("INSURANCE: COMMONWELL SENIOR ADVANTAGE, AUTH FOR SNF REQUESTED.", [("COMMONWELL SENIOR ADVANTAGE", "ORGANIZATION")]),
+        ("Ins Cascadia Senior Health approved infusion. Insurance: Pilgrim Shield Medicare Plan, hospice.", [
+            ("Cascadia Senior Health", "ORGANIZATION"), ("Pilgrim Shield Medicare Plan", "ORGANIZATION")]),
+        ("workers comp claim open w/ pinepoint casualty; their nurse case manager wants updates.", [
+            ("pinepoint casualty", "ORGANIZATION")]),
+        # Medicare, a plain or possessive plan, no insurer: nothing
+        ("insurance: medicare plan. ins: private health insurance. insurance: on father's plan, pending.", []),
+        ("INS: NO HEALTH INSURANCE. insurance will cover home care.", []),
+    ], {"ORGANIZATION"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),

@@ -630,6 +630,45 @@ def org_name_lower(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+# The words an insurer's name ends with ("Pinepoint Casualty", "COMMONWELL SENIOR ADVANTAGE",
+# "Harborstone Senior Care Options"); insurer_any_case needs one word besides them.
+_INSURER_KINDS = frozenset({
+    "mutual", "health", "healthcare", "plan", "insurance", "ins", "co", "company", "life", "benefit",
+    "benefits", "care", "select", "choice", "advantage", "network", "partners", "alliance", "connect",
+    "community", "cross", "shield", "casualty", "indemnity", "assurance", "trust", "fund", "group",
+    "preferred", "options", "comp", "inc", "healthnet", "senior", "medicare", "retiree", "workers",
+    "&", "and", "of", "the",
+})
+
+
+@register("insurer_any_case")
+def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
+    """An insurer named after an insurance cue, in any case, its name ending in an insurer word
+    ("ins: pinepoint casualty", "INSURANCE: COMMONWELL SENIOR ADVANTAGE", "Ins Cascadia Senior
+    Health"): besides the insurer words, a word of three letters or more that is a name, a place, in
+    no list or (capitalised in a mixed-case line) any word, and no stop word; in a mixed-case line
+    every word but "of", "and", "&" capitalised ("ins: private health insurance" is no insurer)."""
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    if match is None:
+        return False
+    lexicon = load_lexicon("en")
+    caseless = _caseless_line(match.string, match.start(), match.end())
+    evidence = False
+    for word in _NAME_WORD.findall(text):
+        low = word.lower()
+        if not caseless and low not in ("of", "and", "the") and not word[0].isupper():
+            return False
+        if low in _INSURER_KINDS:
+            continue
+        kind = lexicon.classify(word)
+        if kind == STOP:
+            return False
+        if len(word) >= 3 and (kind != COMMON or lexicon.is_place(word) or not caseless):
+            evidence = True
+    return evidence
+
+
 @register("facility_one_name")
 def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A home or rehab named by itself where a patient goes back to ("back to Hollowbrook", "return to
