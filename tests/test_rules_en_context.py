@@ -984,6 +984,17 @@ TABLES = {
         ("insurance: medicare plan. ins: private health insurance. insurance: on father's plan, pending.", []),
         ("INS: NO HEALTH INSURANCE. insurance will cover home care.", []),
     ], {"ORGANIZATION"}),
+    "round 23 fifth": ([
+        ("NIGHT RT KOFI AND CHARGE NURSE AWARE OF PLAN.", [("KOFI", "DOCTOR")]),
+        ("gi: ostomy pink, no output yet. wocn leilani to see in am. rachelle baysa rn, resource kimo", [
+            ("leilani", "DOCTOR"), ("rachelle baysa", "DOCTOR"), ("kimo", "DOCTOR")]),
+        ("flown fixed wing from Musselshell Valley Hospital by Big Sky AirMed, intubated at OSH.", [
+            ("Big Sky AirMed", "ORGANIZATION")]),
+        ("FOUND DOWN AT HOME 7/16, FLOWN HERE BY DAKOTA AIR CARE. VIA PENNYRILE AIR 10/2.", [
+            ("DAKOTA AIR CARE", "ORGANIZATION"), ("PENNYRILE AIR", "ORGANIZATION")]),
+        # a side, a device, a plain way of travel: nothing
+        ("rt arm swollen. RT IJ CVL. night rt aware. resource nurse called. flown by air. transferred via life flight.", []),
+    ], NAMES | {"ORGANIZATION"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),

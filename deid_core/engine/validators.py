@@ -669,6 +669,33 @@ def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+_AIR_WORDS = frozenset({"air", "med", "airmed", "care", "evac", "ambulance", "rescue", "methods", "flight", "medflight",
+                        "lifeflight", "life", "medevac"})
+
+
+@register("air_ambulance_name")
+def air_ambulance_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """An air ambulance named before its air words ("Big Sky AirMed", "DAKOTA AIR CARE", "pennyrile air"):
+    besides them a word of three letters or more that is a name, a place or in no list (or, capitalised
+    in a mixed-case line, any word), and no stop word ("by air", "via life flight" are no name)."""
+    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
+
+    if match is None:
+        return False
+    lexicon = load_lexicon("en")
+    caseless = _caseless_line(match.string, match.start(), match.end())
+    evidence = False
+    for word in _NAME_WORD.findall(text):
+        if word.lower() in _AIR_WORDS:
+            continue
+        kind = lexicon.classify(word)
+        if kind == STOP or (not caseless and not word[0].isupper()):
+            return False
+        if len(word) >= 3 and (kind != COMMON or lexicon.is_place(word) or not caseless):
+            evidence = True
+    return evidence
+
+
 @register("facility_one_name")
 def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
     """A home or rehab named by itself where a patient goes back to ("back to Hollowbrook", "return to
