@@ -641,13 +641,10 @@ _INSURER_KINDS = frozenset({
 })
 
 
-@register("insurer_any_case")
-def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
-    """An insurer named after an insurance cue, in any case, its name ending in an insurer word
-    ("ins: pinepoint casualty", "INSURANCE: COMMONWELL SENIOR ADVANTAGE", "Ins Cascadia Senior
-    Health"): besides the insurer words, a word of three letters or more that is a name, a place, in
-    no list or (capitalised in a mixed-case line) any word, and no stop word; in a mixed-case line
-    every word but "of", "and", "&" capitalised ("ins: private health insurance" is no insurer)."""
+def _org_with_kind_words(text: str, match: re.Match[str] | None, kinds: frozenset[str]) -> bool:
+    """An organisation named before words that say what it is, in any case: besides ``kinds``, a word
+    of three letters or more that is a name, a place, in no list or (capitalised in a mixed-case line)
+    any word, and no stop word; in a mixed-case line every word but "of", "and", "the" capitalised."""
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     if match is None:
@@ -659,7 +656,7 @@ def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
         low = word.lower()
         if not caseless and low not in ("of", "and", "the") and not word[0].isupper():
             return False
-        if low in _INSURER_KINDS:
+        if low in kinds:
             continue
         kind = lexicon.classify(word)
         if kind == STOP:
@@ -669,31 +666,25 @@ def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
-_AIR_WORDS = frozenset({"air", "med", "airmed", "care", "evac", "ambulance", "rescue", "methods", "flight", "medflight",
-                        "lifeflight", "life", "medevac"})
+@register("insurer_any_case")
+def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
+    """An insurer named after an insurance cue, its name ending in an insurer word ("ins: pinepoint
+    casualty", "INSURANCE: COMMONWELL SENIOR ADVANTAGE", "Ins Cascadia Senior Health"; not "ins:
+    private health insurance")."""
+    return _org_with_kind_words(text, match, _INSURER_KINDS)
+
+
+_AIR_WORDS = frozenset({
+    "air", "med", "airmed", "care", "evac", "ambulance", "rescue", "methods", "flight", "medflight",
+    "lifeflight", "life", "medevac",
+})
 
 
 @register("air_ambulance_name")
 def air_ambulance_name(text: str, match: re.Match[str] | None = None) -> bool:
-    """An air ambulance named before its air words ("Big Sky AirMed", "DAKOTA AIR CARE", "pennyrile air"):
-    besides them a word of three letters or more that is a name, a place or in no list (or, capitalised
-    in a mixed-case line, any word), and no stop word ("by air", "via life flight" are no name)."""
-    from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
-
-    if match is None:
-        return False
-    lexicon = load_lexicon("en")
-    caseless = _caseless_line(match.string, match.start(), match.end())
-    evidence = False
-    for word in _NAME_WORD.findall(text):
-        if word.lower() in _AIR_WORDS:
-            continue
-        kind = lexicon.classify(word)
-        if kind == STOP or (not caseless and not word[0].isupper()):
-            return False
-        if len(word) >= 3 and (kind != COMMON or lexicon.is_place(word) or not caseless):
-            evidence = True
-    return evidence
+    """An air ambulance named before its air words ("Big Sky AirMed", "DAKOTA AIR CARE", "pennyrile
+    air"; not "by air", "via life flight")."""
+    return _org_with_kind_words(text, match, _AIR_WORDS)
 
 
 @register("facility_one_name")
