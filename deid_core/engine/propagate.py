@@ -347,10 +347,10 @@ def seed_index(
     lang: str = "en",
     min_score: float = DEFAULT_MIN_SCORE,
     index: VariantIndex | None = None,
-    heads: bool = False,
 ) -> VariantIndex:
-    """An index of the variants of ``spans`` that may seed propagation; with ``heads``, also
-    the short forms of the facilities among them (``facility_heads``)."""
+    """An index of the variants of ``spans`` that may seed propagation in their note, with the
+    short forms of the facilities among them (``facility_heads``: in-note only, so the export's
+    and the leak check's ``variants`` leave them out)."""
     idx = index if index is not None else VariantIndex()
     for span in spans:
         category = categories.get(span.label)
@@ -360,8 +360,8 @@ def seed_index(
         payload = (span.label, min(1.0, span.score))
         for v in variants(value, span.label, category, lang=lang):
             idx.add(v, payload)
-        if heads and category == "LOCATION":
-            for head in facility_heads(value, lang):
+        if category == "LOCATION":
+            for head in _facility_heads(value, lang):
                 if not idx.payloads(head):
                     idx.add(Variant(head, span.label, category, True, False), payload)
     return idx
@@ -391,14 +391,20 @@ def facility_heads(value: str, lang: str = "en") -> list[str]:
     "Bayberry Commons Health & Rehab": five letters or more, no English word, no place).
     Nothing for names without a kind word ("Boston", "Laurel Ridge") and for other languages,
     whose facility names put the kind first."""
+    return list(_facility_heads(value, lang))
+
+
+@lru_cache(maxsize=65536)
+def _facility_heads(value: str, lang: str) -> tuple[str, ...]:
+    # Cached as ``_variants`` is: the same facilities recur note after note.
     if lang != "en":
-        return []
+        return ()
     words = _squash(_HEAD_CUT.split(value, 1)[0]).split()
     n = len(words)
     while n and words[n - 1].strip(".'’") in _FACILITY_KINDS_EN:
         n -= 1
     if n == 0 or n == len(words) or words[0] in _FACILITY_KINDS_EN:
-        return []
+        return ()
     head = words[:n]
     out = []
     if n >= 2 or (len(head[0]) >= MIN_EMBEDDED and _name_like(head[0])):
@@ -406,7 +412,7 @@ def facility_heads(value: str, lang: str = "en") -> list[str]:
     first = head[0]
     if n >= 2 and len(first) >= 5 and first.isalpha() and _name_like(first) and not _is_place(first):
         out.append(first)
-    return out
+    return tuple(out)
 
 
 def _name_like(word: str) -> bool:
@@ -438,7 +444,7 @@ def propagate(
     themselves the longest, then earliest, wins.
     """
     categories = labels_for(scheme)
-    index = seed_index(text, spans, categories, lang=lang, min_score=min_score, heads=True)
+    index = seed_index(text, spans, categories, lang=lang, min_score=min_score)
     found = list(find_spans(text, spans, index, scheme.name))
     if extra is not None:
         found.extend(find_spans(text, spans, extra, scheme.name))
