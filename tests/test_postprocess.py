@@ -176,6 +176,24 @@ EN_CASES = [
     ("covering for Ortiz 0300-0400.", "Ortiz 0300-0400", "PHONE", "Ortiz 0300-0400"),
     ("neob notified, ref # 0412-0337.", "0412-0337", "MEDICALRECORD", "0412-0337"),
     ("call 555-0100 x2", "555-0100", "PHONE", "555-0100"),
+    # session 24: clinical values read as a plan or account number go; ids, addresses and names stay
+    ("hct 27 -> 25 after 1u", "hct 27 -> 25", "HEALTHPLAN", None),
+    ("afib cha2ds2-vasc 4, on apixaban", "cha2ds2-vasc 4", "HEALTHPLAN", None),
+    ("uop 30-50 overnight", "uop 30-50", "ACCOUNT", None),
+    ("uop 30-50 overnight", "uop 30-50", "MEDICALRECORD", "uop 30-50"),
+    ("member id zpl343332364", "member id zpl343332364", "HEALTHPLAN", "member id zpl343332364"),
+    ("plan # 88-301-947 on file", "88-301-947", "HEALTHPLAN", "88-301-947"),
+    ("pgr 4419 if needed", "pgr 4419", "HEALTHPLAN", "pgr 4419"),
+    ("lives at 8 tolland rd in ware", "8 tolland rd in ware", "HEALTHPLAN", "8 tolland rd in ware"),
+    ("owned kang's market 35 yrs", "kang's market 35", "HEALTHPLAN", "kang's market 35"),
+    ("wife olamide adeyinka here", "olamide adeyinka", "HEALTHPLAN", "olamide adeyinka"),
+    # session 24: a facility's trailing kind words join it
+    ("REFERRAL TO DUPAGE REHAB INSTITUTE.", "DUPAGE REHAB", "HOSPITAL", "DUPAGE REHAB INSTITUTE"),
+    ("sent from harbor view care & rehab 5/2", "harbor view care", "HOSPITAL", "harbor view care & rehab"),
+    ("ins thru umwa health & retirement funds", "umwa health", "ORGANIZATION", "umwa health"),
+    ("works at Pacolet Textile Group, worried", "Pacolet Textile", "ORGANIZATION", "Pacolet Textile Group"),
+    ("seen by Dr Ames clinic tomorrow", "Ames", "DOCTOR", "Ames"),
+    ("from Lakeview\nClinic note", "Lakeview", "HOSPITAL", "Lakeview"),
 ]
 
 
@@ -232,6 +250,15 @@ def test_builtin_spanish_filters(text: str, piece: str, label: str, expected: st
         (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#\s?"}), "bed # 12", "12", "ID", "# 12"),
         (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#\s?"}), "bed 12", "12", "ID", "12"),
         (PostFilter("w", "widen", params={"span": r"\d+", "before": r"#"}), "bed #A12", "A12", "ID", "A12"),
+        (PostFilter("e", "extend", params={"words": ["clinic", "care"], "joiners": ["&"]}),
+         "at Foo Care & Clinic now", "Foo", "ID", "Foo Care & Clinic"),
+        (PostFilter("e", "extend", params={"words": ["clinic"], "joiners": ["&"]}),
+         "at Foo & Bar Clinic", "Foo", "ID", "Foo"),
+        (PostFilter("e", "extend", params={"words": ["clinic"], "max_words": 1}),
+         "at Foo Clinic Clinic", "Foo", "ID", "Foo Clinic"),
+        (PostFilter("n", "not_an_identifier", params={"min_digits": 5}), "ref 4419 x", "ref 4419", "ID", None),
+        (PostFilter("n", "not_an_identifier", params={"min_digits": 4}), "ref 4419 x", "ref 4419", "ID", "ref 4419"),
+        (PostFilter("n", "not_an_identifier"), "no digits here", "no digits", "ID", "no digits"),
     ],
 )
 def test_filter_kinds(flt: PostFilter, text: str, piece: str, label: str, expected: str | None) -> None:
@@ -273,6 +300,16 @@ def test_memo_remembers_each_spans_outcome() -> None:
     assert other in memo
 
 
+def test_an_extension_stops_where_the_next_span_starts() -> None:
+    flt = PostFilter("e", "extend", params={"words": ["clinic", "group"]})
+    text = "at Foo Clinic Group today"
+    foo, group = Span(3, 6, "HOSPITAL", "crf:1", 0.6), Span(14, 19, "PATIENT", "crf:1", 0.5)
+    assert apply_filters(text, [foo, group], [flt]) == [Span(3, 6, "HOSPITAL", "crf:1", 0.6), group]
+    memo: dict = {}
+    assert apply_filters(text, [foo], [flt], memo=memo) == [Span(3, 19, "HOSPITAL", "crf:1", 0.6)]
+    assert apply_filters(text, [foo, group], [flt], memo=memo) == [foo, group]  # from the memo too
+
+
 def test_span_past_text_is_a_typed_error() -> None:
     with pytest.raises(InvalidSpan, match="ends past the text"):
         apply_filters("short", [Span(2, 40, "X")], load_filters("en"))
@@ -291,6 +328,8 @@ def test_span_past_text_is_a_typed_error() -> None:
         ("filters: [{name: a, kind: trim, labels: DATE}]", "'labels' must be a list"),
         ("filters: [{name: a, kind: trim, params: {suffixes: x}}]", "must be a list"),
         ("filters: [{name: a, kind: widen, params: {span: x}}]", "give 'before'"),
+        ("filters: [{name: a, kind: extend}]", "bad params"),
+        ("filters: [{name: a, kind: not_an_identifier, params: {lang: xx}}]", "bad params"),
         ("nothing: 1", "needs a 'filters' list"),
         ("filters: [", "not valid YAML"),
     ],

@@ -8,9 +8,10 @@ medical values, medical terms, days in a week, seasons in a year, titles" and
 drops ages below 89. Each filter here is one YAML entry with a ``kind``; the
 kinds are the few operations below, so an unknown kind fails at load time.
 
-Filters only shrink or drop spans: recall first, so nothing here can widen a
-span onto characters the detectors did not mark, and ``trim`` never removes
-characters that are letters or digits.
+Filters mostly shrink or drop spans, and ``trim`` never removes characters
+that are letters or digits. Two kinds add characters, only next to a span and
+only words they list: ``widen`` (the apostrophe of "'98") and ``extend`` (the
+kind words a facility's name ends with, which the CRF often leaves out).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from deid_core.engine.lexicons import COMMON, NAME, STOP, Lexicon, load_lexicon
 from deid_core.engine.rules import load_yaml_text, parse_flags
 from deid_core.errors import RuleError, UnsupportedFormat
 from deid_core.spans import Span, sort_spans
@@ -71,7 +73,7 @@ class PostFilter:
             prepared = prepare(self.params)
         except RuleError:
             raise
-        except (KeyError, TypeError, ValueError, re.error) as exc:
+        except (KeyError, TypeError, ValueError, re.error, UnsupportedFormat) as exc:
             raise RuleError(f"bad params for kind {self.kind!r}: {exc}", **where) from None
         object.__setattr__(self, "prepared", prepared)
 
@@ -276,6 +278,85 @@ def _run_widen(prepared: tuple[re.Pattern[str], re.Pattern[str], int], text: str
     return Span(m.start(), span.end, span.label, span.source, span.score)
 
 
+def _prepare_not_an_identifier(params: Mapping[str, Any]) -> tuple[int, int, Lexicon]:
+    lexicon = load_lexicon(str(params.get("lang", "en")))  # UnsupportedFormat names the languages
+    return int(params.get("min_digits", 4)), int(params.get("mixed_digits", 3)), lexicon
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def _prepare_extend(params: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str], int]:
+    words, joiners = params["words"], params.get("joiners", [])
+    for key, value in (("words", words), ("joiners", joiners)):
+        if isinstance(value, str) or not isinstance(value, list):
+            raise ValueError(f"'{key}' must be a list")
+    return (frozenset(_normalise(str(w)) for w in words), frozenset(_normalise(str(j)) for j in joiners),
+            int(params.get("max_words", 3)))
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([^\W_]+(?:['’-][^\W_]+)*|&)")
+
+
+def _run_extend(prepared: tuple[frozenset[str], frozenset[str], int], text: str, span: Span) -> Span | None:
+    """Take the listed words right after a span into it, on the same line ("DuPage Rehab" +
+    "Institute", "Harbor View Care" + "& Rehab"); a joiner only before a listed word."""
+    words, joiners, max_words = prepared
+    end, pos, taken = span.end, span.end, 0
+    while taken < max_words:
+        m = _NEXT_WORD.match(text, pos)
+        if m is None:
+            break
+        word = _normalise(m.group(1))
+        if word in joiners:
+            after = _NEXT_WORD.match(text, m.end())
+            if after is None or _normalise(after.group(1)) not in words:
+                break
+            m = after
+        elif word not in words:
+            break
+        end = pos = m.end()
+        taken += 1
+    if end == span.end:
+        return span
+    return Span(span.start, end, span.label, span.source, span.score)
+
+
+_ID_GROUPS = re.compile(r"\d+(?:[-./]\d+){2,}")  # "88-301-947": an id (or a date) in groups
+_STREET = re.compile(
+    r"(?i:\b\d+(?:st|nd|rd|th)?[ \t]+(?:[a-z.]+[ \t]+){0,2}(?:st|rd|ave|blvd|ln|dr|ct|hwy|way|street|road|avenue|lane|drive)\b)"
+)
+
+
+def _run_not_an_identifier(prepared: tuple[int, int, Lexicon], text: str, span: Span) -> Span | None:
+    """Drop a span of an identifier label that holds numbers and no identifier: clinical values the
+    CRF read as a plan or account number at a recall bias ("hct 27 -> 25", "cha2ds2-vasc 4").
+
+    Kept, as PHI under a wrong label, when it may hold any: a token that looks like an id (a run
+    of ``min_digits`` digits, letters mixed with ``mixed_digits`` digits, three digit groups), no
+    digit at all (the CRF's id labels also land on names and organisations it could not place), a
+    house number before a street word, or a word the lexicon reads as a name or a place.
+    """
+    min_digits, mixed_digits, lexicon = prepared
+    inner = text[span.start : span.end]
+    if not any(ch.isdigit() for ch in inner):
+        return span
+    if re.search(rf"\d{{{min_digits},}}", inner) or _ID_GROUPS.search(inner) or _STREET.search(inner):
+        return span
+    for token in _TOKEN.findall(inner):
+        digits = sum(ch.isdigit() for ch in token)
+        if digits >= mixed_digits and any(ch.isalpha() for ch in token):
+            return span
+    for word in _WORD.findall(inner):
+        if any(ch.isdigit() for ch in word):
+            continue
+        word = re.sub(r"['’]s$", "", word)
+        reading = lexicon.classify(word)
+        if reading == NAME or (lexicon.is_place(word) and reading not in (STOP, COMMON)):
+            return span
+    return None
+
+
 FILTER_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Callable[..., Span | None]]] = {
     "trim": (_prepare_trim, _run_trim),
     "punctuation_only": (_prepare_nothing, _run_punctuation_only),
@@ -283,6 +364,8 @@ FILTER_KINDS: dict[str, tuple[Callable[[Mapping[str, Any]], Any], Callable[..., 
     "pattern": (_prepare_pattern, _run_pattern),
     "numeric_below": (_prepare_numeric_below, _run_numeric_below),
     "widen": (_prepare_widen, _run_widen),
+    "not_an_identifier": (_prepare_not_an_identifier, _run_not_an_identifier),
+    "extend": (_prepare_extend, _run_extend),
 }
 
 
@@ -304,11 +387,14 @@ def apply_filters(
     """
     n = len(text)
     out: list[Span] = []
+    grown: dict[Span, int] = {}  # a span an ``extend`` filter lengthened -> its end before
     for span in spans:
         if memo is not None and trace is None and span in memo:
             kept = memo[span]
             if kept is not None:
                 out.append(kept)
+                if kept.end > span.end:
+                    grown[kept] = span.end
             continue
         span.check_fits(n)
         current: Span | None = span
@@ -324,7 +410,16 @@ def apply_filters(
             memo[span] = current
         if current is not None:
             out.append(current)
-    return sort_spans(out)
+            if current.end > span.end:
+                grown[current] = span.end
+    out = sort_spans(out)
+    if grown:
+        # An extension stops where the next span starts: spans never overlap.
+        for i in range(len(out) - 1):
+            if out[i].end > out[i + 1].start and out[i] in grown:
+                s = out[i]
+                out[i] = Span(s.start, grown[s], s.label, s.source, s.score)
+    return out
 
 
 def filters_from_dict(raw: Any, *, origin: str | None = None) -> list[PostFilter]:
