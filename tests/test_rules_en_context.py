@@ -995,6 +995,31 @@ TABLES = {
         # a side, a device, a plain way of travel: nothing
         ("rt arm swollen. RT IJ CVL. night rt aware. resource nurse called. flown by air. transferred via life flight.", []),
     ], NAMES | {"ORGANIZATION"}),
+    "round 24 first": ([
+        ("ins thimbleberry health plan, auth pending.\nINS: BLUEGRASS SENIOR ADVANTAGE.", [
+            ("thimbleberry health plan", "ORGANIZATION"), ("BLUEGRASS SENIOR ADVANTAGE", "ORGANIZATION")]),
+        ("retired miner, ins thru culinary health fund, cm aware.", [("culinary health fund", "ORGANIZATION")]),
+        # coverage words and plans with no name of their own: nothing
+        ("ins: employer health plan. ins thru state health plan, pending. ins: private health insurance.", []),
+    ], {"ORGANIZATION"}),
+    "round 24 second": ([
+        ("pastor obi from st. bartholomew of tyre visited, prayed w/ family.", [
+            ("st. bartholomew of tyre", "ORGANIZATION")]),
+        ("FR. NIKOLAOS FROM ST. SPYRIDON GREEK ORTHODOX VISITED 1900.", [
+            ("ST. SPYRIDON GREEK ORTHODOX", "ORGANIZATION")]),
+        ("Rabbi Adler from Temple Har Zion called.", [("Temple Har Zion", "ORGANIZATION")]),
+        # a church with no name, a place: nothing
+        ("Father Tom from the parish will visit. bishop from their church called. father from st. louis.", []),
+    ], {"ORGANIZATION"}),
+    "round 24 third": ([
+        ("SOCIAL: PT IS WELDER AT KENNEBEC MARINE FABRICATION, WIFE AWARE.", [
+            ("KENNEBEC MARINE FABRICATION", "ORGANIZATION")]),
+        ("pt is floorhand for red mesa pressure pumping, safety rep called.", [
+            ("red mesa pressure pumping", "ORGANIZATION")]),
+        ("Pt is deckhand for Bayou Teche Shrimp Co, out of Delcambre.", [("Bayou Teche Shrimp Co", "ORGANIZATION")]),
+        # a surname that is a job, a purpose, a place in the room: nothing
+        ("keep map > 65, notify cook for sbp < 90. visiting nurses for wound checks. officer at door.", []),
+    ], {"ORGANIZATION"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),

@@ -641,10 +641,13 @@ _INSURER_KINDS = frozenset({
 })
 
 
-def _org_with_kind_words(text: str, match: re.Match[str] | None, kinds: frozenset[str]) -> bool:
+def _org_with_kind_words(
+    text: str, match: re.Match[str] | None, kinds: frozenset[str], generic: frozenset[str] | None = None
+) -> bool:
     """An organisation named before words that say what it is, in any case: besides ``kinds``, a word
     of three letters or more that is a name, a place, in no list or (capitalised in a mixed-case line)
-    any word, and no stop word; in a mixed-case line every word but "of", "and", "the" capitalised."""
+    any word, and no stop word; in a mixed-case line every word but "of", "and", "the" capitalised.
+    With ``generic``, a caseless English word also names one, and no word in ``generic`` does."""
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     if match is None:
@@ -661,7 +664,9 @@ def _org_with_kind_words(text: str, match: re.Match[str] | None, kinds: frozense
         kind = lexicon.classify(word)
         if kind == STOP:
             return False
-        if len(word) >= 3 and (kind != COMMON or lexicon.is_place(word) or not caseless):
+        if generic is not None and low in generic:
+            continue
+        if len(word) >= 3 and (kind != COMMON or lexicon.is_place(word) or not caseless or generic is not None):
             evidence = True
     return evidence
 
@@ -671,7 +676,23 @@ def insurer_any_case(text: str, match: re.Match[str] | None = None) -> bool:
     """An insurer named after an insurance cue, its name ending in an insurer word ("ins: pinepoint
     casualty", "INSURANCE: COMMONWELL SENIOR ADVANTAGE", "Ins Cascadia Senior Health"; not "ins:
     private health insurance")."""
-    return _org_with_kind_words(text, match, _INSURER_KINDS)
+    return _org_with_kind_words(text, match, _INSURER_KINDS, _COVERAGE_WORDS)
+
+
+# Words that say what kind of coverage someone has, not whose: before an insurer word they name
+# nothing ("ins: private health insurance", "INS: EMPLOYER HEALTH PLAN"), while any other English
+# word there does, in a caseless line too ("ins nutmeg health plan", "INS: BLUEGRASS SENIOR ADVANTAGE").
+_COVERAGE_WORDS = frozenset({
+    "private", "public", "commercial", "federal", "state", "government", "county", "city", "supplemental",
+    "supplement", "secondary", "primary", "tertiary", "employer", "employee", "work", "job", "union",
+    "medical", "dental", "vision", "drug", "prescription", "pharmacy", "part", "managed", "medigap",
+    "high", "deductible", "catastrophic", "short", "long", "term", "disability", "veterans", "military",
+    "own", "family", "individual", "good", "full", "limited", "basic", "standard", "other", "new", "old",
+    "current", "previous", "former", "exchange", "marketplace", "free", "student", "school", "travel",
+    "auto", "car", "home", "spouse", "spouse's", "wife's", "husband's", "parents", "parents'", "mom's",
+    "dad's", "same", "any", "some", "no", "without", "through", "thru", "via", "retirement", "retired",
+    "pension", "group", "plan", "advantage", "care", "health", "life", "mental", "behavioral",
+})
 
 
 _AIR_WORDS = frozenset({
@@ -883,6 +904,38 @@ def congregation_name(text: str, match: re.Match[str] | None = None) -> bool:
         # "Grace Lutheran", "Bethel Tabernacle": the denomination is the cue, a capitalised word the name
         return load_lexicon("en").classify(words[0]) != STOP
     return organisation_name(parts.group("name"), match)
+
+
+_RELIGIOUS = frozenset({
+    "church", "chapel", "cathedral", "parish", "basilica", "shrine", "temple", "mosque", "masjid",
+    "synagogue", "congregation", "fellowship", "ministries", "ministry", "tabernacle", "assembly",
+    "baptist", "methodist", "lutheran", "presbyterian", "episcopal", "pentecostal", "orthodox",
+    "catholic", "mennonite", "congregational", "adventist", "ame", "kingdom", "mission", "gospel",
+})
+_SAINTLY = re.compile(r"(?i)(?:st\.?|saint|mt\.?|mount|our[ \t]+lady[ \t]+of)[ \t]+")
+
+
+@register("congregation_of_clergy")
+def congregation_of_clergy(text: str, match: re.Match[str] | None = None) -> bool:
+    """Where a pastor or priest comes from: a name with a religious word in it ("little zion old
+    regular baptist"), or a saint's name that is no place ("st. anthony of padua"; not "st. louis")."""
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    lexicon = load_lexicon("en")
+    words = [w.lower() for w in _NAME_WORD.findall(text)]
+    if words and words[0] in ("family's", "pt's", "patient's", "their", "his", "her", "my", "our") and not \
+            _SAINTLY.match(text):
+        return False
+    named = [w for w in words if w not in _RELIGIOUS and w not in ("of", "the") and lexicon.classify(w) != STOP]
+    if not named:
+        return False  # "the parish", "their church district"
+    if any(w in _RELIGIOUS for w in words):
+        return True
+    saint = _SAINTLY.match(text)
+    if saint is None or saint.end() == len(text):
+        return False
+    return not (lexicon.is_place(text) or lexicon.is_place(text.replace(".", "")) or lexicon.is_place(
+        "saint " + text[saint.end():]) or lexicon.is_place("st " + text[saint.end():]))
 
 
 @register("care_facility")
