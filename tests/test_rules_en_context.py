@@ -1020,6 +1020,18 @@ TABLES = {
         # a surname that is a job, a purpose, a place in the room: nothing
         ("keep map > 65, notify cook for sbp < 90. visiting nurses for wound checks. officer at door.", []),
     ], {"ORGANIZATION"}),
+    "round 24 fourth": ([
+        ("palliative consult (ida np, pg 6610) in am. pg 4112 if questions.", [
+            ("ida", "DOCTOR"), ("6610", "PHONE"), ("4112", "PHONE")]),
+        ("hx cabg '98 at hamot.\nRCA STENT '04 @ JEFFERSON, CARDIOLOGIST AWARE.", [
+            ("hamot", "HOSPITAL"), ("JEFFERSON", "HOSPITAL")]),
+        ("wife at bedside; tamsin's # 617-555-0133.", [("tamsin", "PATIENT"), ("617-555-0133", "PHONE")]),
+        ("up to chair w/ katya from cardiac rehab.\nBill Sorensen from RT at bedside.", [
+            ("katya", "DOCTOR"), ("Sorensen", "DOCTOR")]),
+        # a page of a form, a place on the body, a plain word's phone, a possessive service: nothing
+        ("see pg 2 of consent. stent '04 at baseline. cabg 2011 at home. the pt's # on file.", []),
+        ("visitors from pt's church. labs from rt arm.", []),
+    ], NAMES | {"PHONE", "HOSPITAL"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),
