@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from deid_core.engine.lexicons import COMMON, NAME, STOP, Lexicon, load_lexicon
+from deid_core.engine.lexicons import COMMON, NAME, STOP, UNKNOWN, Lexicon, load_lexicon
 from deid_core.engine.rules import load_yaml_text, parse_flags
 from deid_core.errors import RuleError, UnsupportedFormat
 from deid_core.spans import Span, sort_spans
@@ -322,9 +322,9 @@ def _run_extend(prepared: tuple[frozenset[str], frozenset[str], int], text: str,
     return Span(span.start, end, span.label, span.source, span.score)
 
 
-_ID_GROUPS = re.compile(r"\d+(?:[-./]\d+){2,}")  # "88-301-947": an id (or a date) in groups
+_ID_GROUPS = re.compile(r"\d+(?:[-./]\d+){2,}|\d{3,}(?: \d{3,}){2,}")  # "88-301-947", "118 402 377"
 _STREET = re.compile(
-    r"(?i:\b\d+(?:st|nd|rd|th)?[ \t]+(?:[a-z.]+[ \t]+){0,2}(?:st|rd|ave|blvd|ln|dr|ct|hwy|way|street|road|avenue|lane|drive)\b)"
+    r"(?i:\b\d+(?:st|nd|rd|th)?[ \t]+(?:[a-z.]+[ \t]+){0,2}(?:st|rd|ave|blvd|ln|dr|ct|hwy|way|ter|pl|cir|pkwy|sq|street|road|avenue|lane|drive|terrace|place|circle|parkway|square)\b)"
 )
 
 
@@ -335,7 +335,8 @@ def _run_not_an_identifier(prepared: tuple[int, int, Lexicon], text: str, span: 
     Kept, as PHI under a wrong label, when it may hold any: a token that looks like an id (a run
     of ``min_digits`` digits, letters mixed with ``mixed_digits`` digits, three digit groups), no
     digit at all (the CRF's id labels also land on names and organisations it could not place), a
-    house number before a street word, or a word the lexicon reads as a name or a place.
+    house number before a street word, a word the lexicon reads as a name or a place, or a
+    capitalised word in no list.
     """
     min_digits, mixed_digits, lexicon = prepared
     inner = text[span.start : span.end]
@@ -347,13 +348,15 @@ def _run_not_an_identifier(prepared: tuple[int, int, Lexicon], text: str, span: 
         digits = sum(ch.isdigit() for ch in token)
         if digits >= mixed_digits and any(ch.isalpha() for ch in token):
             return span
-    for word in _WORD.findall(inner):
-        if any(ch.isdigit() for ch in word):
+    for token in _WORD.findall(inner):
+        if any(ch.isdigit() for ch in token):
             continue
-        word = re.sub(r"['’]s$", "", word)
-        reading = lexicon.classify(word)
-        if reading == NAME or (lexicon.is_place(word) and reading not in (STOP, COMMON)):
-            return span
+        for word in re.sub(r"['’]s$", "", token).split("-"):  # "Lapierre-Nadeau": each part
+            reading = lexicon.classify(word)
+            if reading == NAME or (lexicon.is_place(word) and reading not in (STOP, COMMON)):
+                return span
+            if reading == UNKNOWN and len(word) >= 4 and word.istitle():
+                return span  # "Kuusiku 7": a capitalised word in no list may name a street or a person
     return None
 
 
