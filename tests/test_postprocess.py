@@ -198,6 +198,7 @@ EN_CASES = [
     ("ins thru umwa health & retirement funds", "umwa health", "ORGANIZATION", "umwa health"),
     ("works at Pacolet Textile Group, worried", "Pacolet Textile", "ORGANIZATION", "Pacolet Textile Group"),
     ("seen by Dr Ames clinic tomorrow", "Ames", "DOCTOR", "Ames"),
+
     ("from Lakeview\nClinic note", "Lakeview", "HOSPITAL", "Lakeview"),
 ]
 
@@ -303,6 +304,17 @@ def test_memo_remembers_each_spans_outcome() -> None:
     second = apply_filters(text, [smith, other, monday], filters, memo=memo)
     assert second == apply_filters(text, [smith, other, monday], filters) == [other, *first]
     assert other in memo
+
+
+def test_a_town_before_its_police_or_fire_department_becomes_the_department() -> None:
+    filters = load_filters("en")
+    for text, town, expected in [("officer from Hartford PD called", "Hartford", "Hartford PD"),
+                                 ("taken by Ayer Fire Dept to OSH", "Ayer", "Ayer Fire Dept"),
+                                 ("lives in Boston now", "Boston", "Boston")]:
+        start = text.index(town)
+        (out,) = apply_filters(text, [Span(start, start + len(town), "CITY", "rule:t", 0.7)], filters)
+        assert text[out.start : out.end] == expected
+        assert out.label == ("CITY" if expected == town else "ORGANIZATION")
 
 
 def test_an_extension_stops_where_the_next_span_starts() -> None:

@@ -1032,6 +1032,15 @@ TABLES = {
         ("see pg 2 of consent. stent '04 at baseline. cabg 2011 at home. the pt's # on file.", []),
         ("visitors from pt's church. labs from rt arm.", []),
     ], NAMES | {"PHONE", "HOSPITAL"}),
+    "round 24 fifth": ([
+        ("SON WILL STAYED OVERNIGHT. brother will is contact per chart.", [("WILL", "PATIENT"), ("will", "PATIENT")]),
+        ("Social: husband Ed and sister Joy visited. wife dot (dorothy) called.", [
+            ("Ed", "PATIENT"), ("Joy", "PATIENT"), ("dot", "PATIENT"), ("dorothy", "PATIENT")]),
+        ("husband earl at home, hard of hearing.", [("earl", "PATIENT")]),
+        # the verb "will", the emergency department: nothing
+        ("son will call in am. wife will be here at 1000. husband will stay. son ED visit last wk.", []),
+        ("flown here via PHI Air Medical, intubated. via life flight network.", [("PHI Air Medical", "ORGANIZATION")]),
+    ], NAMES | {"ORGANIZATION"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),

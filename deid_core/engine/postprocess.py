@@ -286,22 +286,27 @@ def _prepare_not_an_identifier(params: Mapping[str, Any]) -> tuple[int, int, Lex
 _TOKEN = re.compile(r"\S+")
 
 
-def _prepare_extend(params: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str], int]:
+_Extend = tuple[frozenset[str], frozenset[str], int, "str | None"]
+
+
+def _prepare_extend(params: Mapping[str, Any]) -> _Extend:
     words, joiners = params["words"], params.get("joiners", [])
     for key, value in (("words", words), ("joiners", joiners)):
         if isinstance(value, str) or not isinstance(value, list):
             raise ValueError(f"'{key}' must be a list")
+    label = params.get("label")
     return (frozenset(_normalise(str(w)) for w in words), frozenset(_normalise(str(j)) for j in joiners),
-            int(params.get("max_words", 3)))
+            int(params.get("max_words", 3)), None if label is None else str(label))
 
 
 _NEXT_WORD = re.compile(r"[ \t]+([^\W_]+(?:['’-][^\W_]+)*|&)")
 
 
-def _run_extend(prepared: tuple[frozenset[str], frozenset[str], int], text: str, span: Span) -> Span | None:
+def _run_extend(prepared: _Extend, text: str, span: Span) -> Span | None:
     """Take the listed words right after a span into it, on the same line ("DuPage Rehab" +
-    "Institute", "Harbor View Care" + "& Rehab"); a joiner only before a listed word."""
-    words, joiners, max_words = prepared
+    "Institute", "Harbor View Care" + "& Rehab"); a joiner only before a listed word. With
+    ``label``, an extended span takes that label ("Spokane" + "PD" is an organisation)."""
+    words, joiners, max_words, label = prepared
     end, pos, taken = span.end, span.end, 0
     while taken < max_words:
         m = _NEXT_WORD.match(text, pos)
@@ -319,7 +324,7 @@ def _run_extend(prepared: tuple[frozenset[str], frozenset[str], int], text: str,
         taken += 1
     if end == span.end:
         return span
-    return Span(span.start, end, span.label, span.source, span.score)
+    return Span(span.start, end, label or span.label, span.source, span.score)
 
 
 _ID_GROUPS = re.compile(r"\d+(?:[-./]\d+){2,}|\d{3,}(?: \d{3,}){2,}")  # "88-301-947", "118 402 377"

@@ -697,7 +697,7 @@ _COVERAGE_WORDS = frozenset({
 
 _AIR_WORDS = frozenset({
     "air", "med", "airmed", "care", "evac", "ambulance", "rescue", "methods", "flight", "medflight",
-    "lifeflight", "life", "medevac",
+    "lifeflight", "life", "medevac", "medical", "network",
 })
 
 
