@@ -1041,6 +1041,13 @@ TABLES = {
         ("son will call in am. wife will be here at 1000. husband will stay. son ED visit last wk.", []),
         ("flown here via PHI Air Medical, intubated. via life flight network.", [("PHI Air Medical", "ORGANIZATION")]),
     ], NAMES | {"ORGANIZATION"}),
+    "round 24 sixth": ([
+        ("TX'D TO DEACONESS VIA STAT FLIGHT. FLOWN TO METHODIST VIA LIFELINE.", [
+            ("DEACONESS", "HOSPITAL"), ("METHODIST", "HOSPITAL")]),
+        ("pt transferred from sturdy memorial 3/4 w/ chf.", [("sturdy memorial", "HOSPITAL")]),
+        # a unit, a tube, a pharmacy, the floor, a four-letter acronym: nothing
+        ("?tx to stepdown tmrw. amylase sent from drain. refill sent to walgreens. transferred to floor.", []),
+    ], {"HOSPITAL"}),
     "round 22 sixth": ([
         ("heme: hct 27 -> 25, achterberg notified, repeat at 0400.", [("achterberg", "DOCTOR")]),
         ("CR 2.1 FROM 1.8, MARISA AWARE.", [("MARISA", "DOCTOR")]),

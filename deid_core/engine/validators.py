@@ -733,6 +733,35 @@ def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
     return evidence
 
 
+# Words hospitals are named by, which the lexicon reads as plain English ("tx'd to Methodist").
+_HOSPITAL_NAME_WORDS = frozenset({
+    "methodist", "memorial", "baptist", "presbyterian", "deaconess", "mercy", "infirmary", "lutheran",
+    "adventist", "providence", "covenant", "good", "samaritan", "sacred", "heart", "trinity", "unity",
+    "general", "regional", "community",
+})
+
+
+@register("facility_after_transfer")
+def facility_after_transfer(text: str, match: re.Match[str] | None = None) -> bool:
+    """The hospital after a transfer ("tx'd to Deaconess", "FLOWN TO METHODIST"): as
+    ``facility_one_name``, and a word hospitals are named by also says a hospital is meant."""
+    if facility_one_name(text, match):
+        return True
+    from deid_core.engine.lexicons import STOP, load_lexicon
+
+    if match is None:
+        return False
+    lexicon = load_lexicon("en")
+    caseless = _caseless_line(match.string, match.start(), match.end())
+    words = _NAME_WORD.findall(text)
+    for word in words:
+        if len(word) < 4 or lexicon.classify(word) == STOP or word.lower() in lexicon.department:
+            return False
+        if not caseless and not _CAPITALISED.match(word):
+            return False
+    return any(w.lower() in _HOSPITAL_NAME_WORDS for w in words) and words[-1].lower() not in ("good", "sacred")
+
+
 @register("facility_before_ed")
 def facility_before_ed(text: str, match: re.Match[str] | None = None) -> bool:
     """A hospital before its ED ("Hasbro ED", "HFH ED"): ``organisation_name``, and an acronym of three
