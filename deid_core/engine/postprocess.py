@@ -278,14 +278,6 @@ def _run_widen(prepared: tuple[re.Pattern[str], re.Pattern[str], int], text: str
     return Span(m.start(), span.end, span.label, span.source, span.score)
 
 
-def _prepare_not_an_identifier(params: Mapping[str, Any]) -> tuple[int, int, Lexicon]:
-    lexicon = load_lexicon(str(params.get("lang", "en")))  # UnsupportedFormat names the languages
-    return int(params.get("min_digits", 4)), int(params.get("mixed_digits", 3)), lexicon
-
-
-_TOKEN = re.compile(r"\S+")
-
-
 _Extend = tuple[frozenset[str], frozenset[str], int, "str | None"]
 
 
@@ -327,13 +319,22 @@ def _run_extend(prepared: _Extend, text: str, span: Span) -> Span | None:
     return Span(span.start, end, label or span.label, span.source, span.score)
 
 
+_NotAnId = tuple[re.Pattern[str], int, Lexicon]
+
+
+def _prepare_not_an_identifier(params: Mapping[str, Any]) -> _NotAnId:
+    lexicon = load_lexicon(str(params.get("lang", "en")))  # UnsupportedFormat names the languages
+    return re.compile(rf"\d{{{int(params.get('min_digits', 4))},}}"), int(params.get("mixed_digits", 3)), lexicon
+
+
+_TOKEN = re.compile(r"\S+")
 _ID_GROUPS = re.compile(r"\d+(?:[-./]\d+){2,}|\d{3,}(?: \d{3,}){2,}")  # "88-301-947", "118 402 377"
 _STREET = re.compile(
     r"(?i:\b\d+(?:st|nd|rd|th)?[ \t]+(?:[a-z.]+[ \t]+){0,2}(?:st|rd|ave|blvd|ln|dr|ct|hwy|way|ter|pl|cir|pkwy|sq|street|road|avenue|lane|drive|terrace|place|circle|parkway|square)\b)"
 )
 
 
-def _run_not_an_identifier(prepared: tuple[int, int, Lexicon], text: str, span: Span) -> Span | None:
+def _run_not_an_identifier(prepared: _NotAnId, text: str, span: Span) -> Span | None:
     """Drop a span of an identifier label that holds numbers and no identifier: clinical values the
     CRF read as a plan or account number at a recall bias ("hct 27 -> 25", "cha2ds2-vasc 4").
 
@@ -343,11 +344,11 @@ def _run_not_an_identifier(prepared: tuple[int, int, Lexicon], text: str, span: 
     house number before a street word, a word the lexicon reads as a name or a place, or a
     capitalised word in no list.
     """
-    min_digits, mixed_digits, lexicon = prepared
+    digit_run, mixed_digits, lexicon = prepared
     inner = text[span.start : span.end]
     if not any(ch.isdigit() for ch in inner):
         return span
-    if re.search(rf"\d{{{min_digits},}}", inner) or _ID_GROUPS.search(inner) or _STREET.search(inner):
+    if digit_run.search(inner) or _ID_GROUPS.search(inner) or _STREET.search(inner):
         return span
     for token in _TOKEN.findall(inner):
         digits = sum(ch.isdigit() for ch in token)

@@ -691,7 +691,7 @@ _COVERAGE_WORDS = frozenset({
     "current", "previous", "former", "exchange", "marketplace", "free", "student", "school", "travel",
     "auto", "car", "home", "spouse", "spouse's", "wife's", "husband's", "parents", "parents'", "mom's",
     "dad's", "same", "any", "some", "no", "without", "through", "thru", "via", "retirement", "retired",
-    "pension", "group", "plan", "advantage", "care", "health", "life", "mental", "behavioral",
+    "pension", "mental", "behavioral",
 })
 
 
@@ -708,16 +708,14 @@ def air_ambulance_name(text: str, match: re.Match[str] | None = None) -> bool:
     return _org_with_kind_words(text, match, _AIR_WORDS)
 
 
-@register("facility_one_name")
-def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
-    """A home or rehab named by itself where a patient goes back to ("back to Hollowbrook", "return to
-    rosecliff"): each word four letters or more and no stop word, and one a name, a place or a word in
-    no list; in a mixed-case line every word capitalised, so "back to dialysis tomorrow" and "return
-    to Baseline" are none."""
+def _one_facility_name(text: str, match: re.Match[str] | None) -> tuple[list[str], bool] | None:
+    """The words of a facility named by itself and whether one names it (a name, a place or a word
+    in no list), or None when a word cannot be part of such a name: under four letters, a stop or
+    department word, or not capitalised in a mixed-case line."""
     from deid_core.engine.lexicons import COMMON, STOP, load_lexicon
 
     if match is None:
-        return False
+        return None
     lexicon = load_lexicon("en")
     caseless = _caseless_line(match.string, match.start(), match.end())
     words = _NAME_WORD.findall(text)
@@ -725,12 +723,22 @@ def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
     for word in words:
         kind = lexicon.classify(word)
         if len(word) < 4 or kind == STOP or word.lower() in lexicon.department:
-            return False
+            return None
         if not caseless and not _CAPITALISED.match(word):
-            return False
+            return None
         if kind != COMMON or lexicon.is_place(word):
             evidence = True
-    return evidence
+    return words, evidence
+
+
+@register("facility_one_name")
+def facility_one_name(text: str, match: re.Match[str] | None = None) -> bool:
+    """A home or rehab named by itself where a patient goes back to ("back to Hollowbrook", "return to
+    rosecliff"): each word four letters or more and no stop word, and one a name, a place or a word in
+    no list; in a mixed-case line every word capitalised, so "back to dialysis tomorrow" and "return
+    to Baseline" are none."""
+    found = _one_facility_name(text, match)
+    return found is not None and found[1]
 
 
 # Words hospitals are named by, which the lexicon reads as plain English ("tx'd to Methodist").
@@ -745,21 +753,13 @@ _HOSPITAL_NAME_WORDS = frozenset({
 def facility_after_transfer(text: str, match: re.Match[str] | None = None) -> bool:
     """The hospital after a transfer ("tx'd to Deaconess", "FLOWN TO METHODIST"): as
     ``facility_one_name``, and a word hospitals are named by also says a hospital is meant."""
-    if facility_one_name(text, match):
-        return True
-    from deid_core.engine.lexicons import STOP, load_lexicon
-
-    if match is None:
+    found = _one_facility_name(text, match)
+    if found is None:
         return False
-    lexicon = load_lexicon("en")
-    caseless = _caseless_line(match.string, match.start(), match.end())
-    words = _NAME_WORD.findall(text)
-    for word in words:
-        if len(word) < 4 or lexicon.classify(word) == STOP or word.lower() in lexicon.department:
-            return False
-        if not caseless and not _CAPITALISED.match(word):
-            return False
-    return any(w.lower() in _HOSPITAL_NAME_WORDS for w in words) and words[-1].lower() not in ("good", "sacred")
+    words, evidence = found
+    return evidence or (
+        any(w.lower() in _HOSPITAL_NAME_WORDS for w in words) and words[-1].lower() not in ("good", "sacred")
+    )
 
 
 @register("facility_before_ed")
@@ -952,19 +952,17 @@ def congregation_of_clergy(text: str, match: re.Match[str] | None = None) -> boo
 
     lexicon = load_lexicon("en")
     words = [w.lower() for w in _NAME_WORD.findall(text)]
-    if words and words[0] in ("family's", "pt's", "patient's", "their", "his", "her", "my", "our") and not \
-            _SAINTLY.match(text):
+    saint = _SAINTLY.match(text)
+    if saint is None and words and words[0] in ("family's", "pt's", "patient's", "their", "his", "her", "my", "our"):
         return False
-    named = [w for w in words if w not in _RELIGIOUS and w not in ("of", "the") and lexicon.classify(w) != STOP]
-    if not named:
+    if all(w in _RELIGIOUS or w in ("of", "the") or lexicon.classify(w) == STOP for w in words):
         return False  # "the parish", "their church district"
     if any(w in _RELIGIOUS for w in words):
         return True
-    saint = _SAINTLY.match(text)
     if saint is None or saint.end() == len(text):
         return False
-    return not (lexicon.is_place(text) or lexicon.is_place(text.replace(".", "")) or lexicon.is_place(
-        "saint " + text[saint.end():]) or lexicon.is_place("st " + text[saint.end():]))
+    rest = text[saint.end():]
+    return not any(lexicon.is_place(p) for p in (text, text.replace(".", ""), "saint " + rest, "st " + rest))
 
 
 @register("care_facility")
